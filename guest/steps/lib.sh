@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0
+# TAP helpers for the shell steps: ok/fail record one test each, plan ends.
+TB_N=0
+TB_FAILED=0
+echo "TAP version 13"
+
+ok() {
+	TB_N=$((TB_N + 1))
+	echo "ok $TB_N $*"
+}
+
+fail() {
+	TB_N=$((TB_N + 1))
+	TB_FAILED=1
+	echo "not ok $TB_N $*"
+}
+
+# check NAME CMD...: one test that passes when CMD succeeds
+check() {
+	name=$1
+	shift
+	if "$@"; then ok "$name"; else fail "$name"; fi
+}
+
+diag() {
+	echo "# $*"
+}
+
+plan() {
+	echo "1..$TB_N"
+	exit $TB_FAILED
+}

@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * DMA through a (virtual) IOMMU, driven from userspace with VFIO type1.
+ *
+ * QEMU's "edu" PCI device copies between its 4 KiB internal buffer and
+ * memory by DMA. Bound to vfio-pci, it lets a test program check that what
+ * the IOMMU maps is reachable with the right data, and that what it does not
+ * map is neither read nor written, and that the IOMMU reports the attempt.
+ * The same program runs behind every IOMMU QEMU models (VT-d, AMD-Vi,
+ * SMMUv3, virtio-iommu), which walk the page tables the kernel built.
+ *
+ * The test skips when there is no edu device. EDU_FAULT_PATTERN, an
+ * extended regular expression, names the kernel log line the IOMMU driver
+ * prints for a translation fault; the fault tests require it to appear.
+ * Empty, it leaves the report unchecked, for IOMMU models that do not
+ * deliver fault events (QEMU 7.2's amd-iommu); memory is checked regardless.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+
+#include "../kselftest_harness.h"
+
+#define EDU_VENDOR	0x1234
+#define EDU_DEVICE	0x11e8
+
+/* edu registers (BAR0) */
+#define EDU_ID		0x00	/* 0xRRrr00ed: major, minor revision */
+#define EDU_LIVENESS	0x04	/* reads back the bitwise inverse */
+#define EDU_DMA_SRC	0x80
+#define EDU_DMA_DST	0x88
+#define EDU_DMA_COUNT	0x90
+#define EDU_DMA_CMD	0x98
+#define EDU_CMD_RUN	0x1
+#define EDU_CMD_TO_RAM	0x2	/* direction: edu buffer -> memory */
+#define EDU_BUFFER	0x40000	/* device address of the internal buffer */
+
+/*
+ * QEMU 7.2 aborts on a transfer that ends exactly at the end of the 4 KiB
+ * buffer (an off-by-one in its bound check), so stay well inside it.
+ */
+#define EDU_MAX_XFER	2048
+
+/*
+ * A transfer that faults is kept to one 4-byte access: QEMU reports a fault
+ * per access, and the IOMMU drivers rate-limit their fault messages (ten per
+ * five seconds), which a longer transfer would use up for the next test.
+ */
+#define EDU_FAULT_XFER	4
+
+/* edu masks DMA addresses to 28 bits: every IOVA stays below 256 MiB. */
+#define IOVA_SRC	0x01000000UL
+#define IOVA_DST	0x01100000UL
+#define IOVA_SECRET	0x01200000UL
+#define IOVA_NEVER	0x04000000UL	/* never mapped by anyone */
+#define BUF_SIZE	0x10000UL
+
+static char edu_bdf[NAME_MAX + 1];
+
+static int find_edu(void)
+{
+	struct dirent *de;
+	DIR *dir;
+
+	dir = opendir("/sys/bus/pci/devices");
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		unsigned int vendor = 0, device = 0;
+		char path[PATH_MAX];
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%x", &vendor) != 1)
+			vendor = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%x", &device) != 1)
+			device = 0;
+		fclose(f);
+		if (vendor == EDU_VENDOR && device == EDU_DEVICE) {
+			snprintf(edu_bdf, sizeof(edu_bdf), "%s", de->d_name);
+			closedir(dir);
+			return 0;
+		}
+	}
+	closedir(dir);
+	return -ENODEV;
+}
+
+static int write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val));
+	close(fd);
+	return ret < 0 ? -errno : 0;
+}
+
+/* Hand the device to vfio-pci unless it already has it. */
+static int bind_vfio_pci(void)
+{
+	char path[PATH_MAX], drv[PATH_MAX];
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", edu_bdf);
+	len = readlink(path, drv, sizeof(drv) - 1);
+	if (len > 0) {
+		drv[len] = '\0';
+		if (!strcmp(strrchr(drv, '/') + 1, "vfio-pci"))
+			return 0;
+		snprintf(path, sizeof(path),
+			 "/sys/bus/pci/devices/%s/driver/unbind", edu_bdf);
+		if (write_str(path, edu_bdf))
+			return -EIO;
+	}
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override",
+		 edu_bdf);
+	if (write_str(path, "vfio-pci"))
+		return -EIO;
+	return write_str("/sys/bus/pci/drivers_probe", edu_bdf);
+}
+
+static int edu_iommu_group(void)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group",
+		 edu_bdf);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len <= 0)
+		return -ENOENT;
+	link[len] = '\0';
+	return atoi(strrchr(link, '/') + 1);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Fill @buf with a pattern that no other buffer of the test carries. */
+static void fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		seed = seed * 1103515245 + 12345;
+		buf[i] = seed >> 16;
+	}
+}
+
+FIXTURE(edu) {
+	int container;
+	int group;
+	int device;
+	uint8_t *bar;
+	size_t bar_size;
+	uint8_t *src;
+	uint8_t *dst;
+	uint8_t *secret;
+	int kmsg;
+};
+
+FIXTURE_SETUP(edu)
+{
+	struct vfio_group_status status = { .argsz = sizeof(status) };
+	struct vfio_region_info reg = { .argsz = sizeof(reg) };
+	char path[64];
+	uint16_t cmd;
+	int group;
+
+	self->container = -1;
+	self->group = -1;
+	self->device = -1;
+	self->kmsg = -1;
+	if (find_edu())
+		SKIP(return, "no edu device (QEMU -device edu)");
+	ASSERT_EQ(0, bind_vfio_pci()) TH_LOG("cannot bind %s to vfio-pci", edu_bdf);
+	group = edu_iommu_group();
+	ASSERT_LE(0, group) TH_LOG("%s has no IOMMU group", edu_bdf);
+
+	self->container = open("/dev/vfio/vfio", O_RDWR);
+	ASSERT_LE(0, self->container);
+	ASSERT_EQ(VFIO_API_VERSION, ioctl(self->container, VFIO_GET_API_VERSION));
+	ASSERT_EQ(1, ioctl(self->container, VFIO_CHECK_EXTENSION,
+			   VFIO_TYPE1v2_IOMMU));
+	snprintf(path, sizeof(path), "/dev/vfio/%d", group);
+	self->group = open(path, O_RDWR);
+	ASSERT_LE(0, self->group) TH_LOG("open %s: %s", path, strerror(errno));
+	ASSERT_EQ(0, ioctl(self->group, VFIO_GROUP_GET_STATUS, &status));
+	ASSERT_TRUE(status.flags & VFIO_GROUP_FLAGS_VIABLE);
+	ASSERT_EQ(0, ioctl(self->group, VFIO_GROUP_SET_CONTAINER, &self->container));
+	ASSERT_EQ(0, ioctl(self->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU));
+	self->device = ioctl(self->group, VFIO_GROUP_GET_DEVICE_FD, edu_bdf);
+	ASSERT_LE(0, self->device);
+
+	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	ASSERT_TRUE(reg.flags & VFIO_REGION_INFO_FLAG_MMAP);
+	self->bar_size = reg.size;
+	self->bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->device, reg.offset);
+	ASSERT_NE(MAP_FAILED, self->bar);
+
+	/* Memory decode and bus mastering: without the latter, no DMA at all. */
+	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	ASSERT_EQ(2, pread(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	ASSERT_EQ(2, pwrite(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+
+	self->src = mmap(NULL, 3 * BUF_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->src);
+	self->dst = self->src + BUF_SIZE;
+	self->secret = self->dst + BUF_SIZE;
+	fill(self->src, BUF_SIZE, 1);
+	fill(self->dst, BUF_SIZE, 2);
+	fill(self->secret, BUF_SIZE, 3);
+
+	self->kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	ASSERT_LE(0, self->kmsg);
+	lseek(self->kmsg, 0, SEEK_END);
+}
+
+FIXTURE_TEARDOWN(edu)
+{
+	if (self->bar && self->bar != MAP_FAILED)
+		munmap(self->bar, self->bar_size);
+	if (self->device >= 0)
+		close(self->device);
+	if (self->group >= 0)
+		close(self->group);
+	if (self->container >= 0)
+		close(self->container);
+	if (self->kmsg >= 0)
+		close(self->kmsg);
+}
+
+/* MMIO through the mmap()ed BAR: single, untorn accesses the compiler keeps. */
+static uint32_t rd32(uint8_t *bar, unsigned int off)
+{
+	return __atomic_load_n((uint32_t *)(bar + off), __ATOMIC_RELAXED);
+}
+
+static void wr32(uint8_t *bar, unsigned int off, uint32_t val)
+{
+	__atomic_store_n((uint32_t *)(bar + off), val, __ATOMIC_RELAXED);
+}
+
+static void wr64(uint8_t *bar, unsigned int off, uint64_t val)
+{
+	__atomic_store_n((uint64_t *)(bar + off), val, __ATOMIC_RELAXED);
+}
+
+/* Run one edu DMA and wait for it: edu completes after 100 ms of virtual time. */
+static int edu_dma(uint8_t *bar, uint64_t src, uint64_t dst, uint64_t len,
+		   bool to_ram)
+{
+	int i;
+
+	wr64(bar, EDU_DMA_SRC, src);
+	wr64(bar, EDU_DMA_DST, dst);
+	wr64(bar, EDU_DMA_COUNT, len);
+	wr64(bar, EDU_DMA_CMD, EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0));
+	for (i = 0; i < 500; i++) {
+		if (!(rd32(bar, EDU_DMA_CMD) & EDU_CMD_RUN))
+			return 0;
+		sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+static int map_dma(int container, void *va, uint64_t iova, uint64_t size)
+{
+	struct vfio_iommu_type1_dma_map map = {
+		.argsz = sizeof(map),
+		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+		.vaddr = (uintptr_t)va,
+		.iova = iova,
+		.size = size,
+	};
+
+	return ioctl(container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
+}
+
+static int unmap_dma(int container, uint64_t iova, uint64_t size)
+{
+	struct vfio_iommu_type1_dma_unmap unmap = {
+		.argsz = sizeof(unmap),
+		.iova = iova,
+		.size = size,
+	};
+
+	if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &unmap))
+		return -errno;
+	return unmap.size == size ? 0 : -EIO;
+}
+
+/*
+ * Wait up to two seconds for the IOMMU driver to log a translation fault
+ * (it learns of it from a fault interrupt or an event queue).
+ */
+static bool fault_reported(int kmsg, char *seen, size_t seen_len)
+{
+	const char *pattern = getenv("EDU_FAULT_PATTERN");
+	char rec[1024];
+	regex_t re;
+	int tries;
+
+	if (!pattern || !*pattern) {
+		snprintf(seen, seen_len, "not checked (no EDU_FAULT_PATTERN)");
+		return true;
+	}
+	seen[0] = '\0';
+	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))
+		return false;
+	for (tries = 0; tries < 200; tries++) {
+		ssize_t n = read(kmsg, rec, sizeof(rec) - 1);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EPIPE)
+				break;
+			if (errno == EAGAIN)
+				sleep_ms(10);
+			continue;
+		}
+		rec[n] = '\0';
+		if (!regexec(&re, rec, 0, NULL, 0)) {
+			const char *msg = strchr(rec, ';') ? strchr(rec, ';') + 1 : rec;
+			size_t len = strcspn(msg, "\n");
+
+			if (len >= seen_len)
+				len = seen_len - 1;
+			memcpy(seen, msg, len);
+			seen[len] = '\0';
+			regfree(&re);
+			return true;
+		}
+	}
+	regfree(&re);
+	return false;
+}
+
+TEST_F(edu, identify)
+{
+	uint32_t id = rd32(self->bar, EDU_ID);
+
+	ASSERT_EQ(0xed, id & 0xff) TH_LOG("edu id register %#x", id);
+	wr32(self->bar, EDU_LIVENESS, 0x12345678);
+	ASSERT_EQ(~0x12345678u, rd32(self->bar, EDU_LIVENESS));
+}
+
+/* Memory -> edu -> memory through two mappings: the data arrives unchanged. */
+TEST_F(edu, dma_round_trip)
+{
+	static const struct { uint64_t off, len; } xfer[] = {
+		{ 0, 1 }, { 0, 64 }, { 1, 255 }, { 4000, 200 },
+		{ 0, EDU_MAX_XFER }, { BUF_SIZE - EDU_MAX_XFER, EDU_MAX_XFER },
+	};
+	unsigned int i;
+
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
+	for (i = 0; i < ARRAY_SIZE(xfer); i++) {
+		uint64_t off = xfer[i].off, len = xfer[i].len;
+
+		fill(self->src + off, len, 100 + i);
+		ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC + off, EDU_BUFFER, len, false));
+		ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST + off, len, true));
+		ASSERT_EQ(0, memcmp(self->src + off, self->dst + off, len))
+			TH_LOG("transfer %u (offset %llu, %llu bytes) corrupted",
+			       i, (unsigned long long)off, (unsigned long long)len);
+	}
+	ASSERT_EQ(0, unmap_dma(self->container, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, unmap_dma(self->container, IOVA_DST, BUF_SIZE));
+}
+
+/* A write to an IOVA nobody mapped faults and changes no memory we own. */
+TEST_F(edu, write_to_unmapped_iova_faults)
+{
+	char seen[256];
+
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_NEVER, EDU_FAULT_XFER,
+			     true));
+	fill(self->secret, BUF_SIZE, 2);
+	ASSERT_EQ(0, memcmp(self->dst, self->secret, BUF_SIZE))
+		TH_LOG("a mapped buffer changed although nothing was sent to it");
+	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
+		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
+	TH_LOG("fault: %s", seen);
+}
+
+/*
+ * After UNMAP the IOMMU must forget the mapping at once: a write to the old
+ * IOVA must not reach the pages, which are still allocated and would show it.
+ */
+TEST_F(edu, write_after_unmap_does_not_reach_memory)
+{
+	uint8_t *expect = self->secret;
+	char seen[256];
+
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
+	ASSERT_EQ(0, memcmp(self->src, self->dst, EDU_MAX_XFER));
+
+	memcpy(expect, self->dst, BUF_SIZE);
+	ASSERT_EQ(0, unmap_dma(self->container, IOVA_DST, BUF_SIZE));
+	fill(self->src, EDU_MAX_XFER, 77);
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_FAULT_XFER,
+			     true));
+	ASSERT_EQ(0, memcmp(self->dst, expect, BUF_SIZE))
+		TH_LOG("DMA reached memory after VFIO_IOMMU_UNMAP_DMA");
+	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
+		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
+	TH_LOG("fault: %s", seen);
+}
+
+/* A read from an unmapped IOVA must not fetch the data that was there. */
+TEST_F(edu, read_after_unmap_does_not_leak)
+{
+	char seen[256];
+
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->secret, IOVA_SECRET, BUF_SIZE));
+	ASSERT_EQ(0, unmap_dma(self->container, IOVA_SECRET, BUF_SIZE));
+	/* Load the edu buffer with known data, then read from the old IOVA. */
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SECRET, EDU_BUFFER, EDU_FAULT_XFER,
+			     false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
+	ASSERT_NE(0, memcmp(self->dst, self->secret, EDU_FAULT_XFER))
+		TH_LOG("the device read an unmapped buffer");
+	/* What the faulting read did not touch is the data loaded before. */
+	ASSERT_EQ(0, memcmp(self->dst + EDU_FAULT_XFER, self->src + EDU_FAULT_XFER,
+			    EDU_MAX_XFER - EDU_FAULT_XFER));
+	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
+		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
+	TH_LOG("fault: %s", seen);
+}
+
+/* VFIO refuses maps the IOMMU cannot honour, and the device keeps working. */
+TEST_F(edu, bad_maps_are_refused)
+{
+	ASSERT_EQ(-EINVAL, map_dma(self->container, self->src, IOVA_SRC + 1, BUF_SIZE));
+	ASSERT_EQ(-EINVAL, map_dma(self->container, self->src, IOVA_SRC, 0));
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(-EEXIST, map_dma(self->container, self->dst, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, unmap_dma(self->container, IOVA_SRC, BUF_SIZE));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Command line of the test bed: python3 -m testbed <command> (the Makefile calls these)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .shell import StepError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="testbed")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("tree", help="assemble build/tree from the base and patches/")
+    p.add_argument("--force", action="store_true")
+    sub.add_parser("patches", help="export the tree's commits to patches/ and linux/")
+    p = sub.add_parser("refresh", help="fold the tree's edits into one patch")
+    p.add_argument("patch", help="series number or file name")
+    p = sub.add_parser("new-patch", help="make the tree's edits a new patch")
+    p.add_argument("subject")
+    p.add_argument("--body", default="")
+    sub.add_parser("series", help="git format-patch into out/series")
+    p = sub.add_parser("kernel", help="configure and build kernel targets")
+    p.add_argument("targets", nargs="*")
+    p = sub.add_parser("images", help="build the guest programs and initramfs")
+    p.add_argument("arches", nargs="*", default=["x86_64", "arm64"])
+    p = sub.add_parser("boot", help="boot one scenario and print its results")
+    p.add_argument("scenario")
+    sub.add_parser("scenarios", help="list the boot scenarios")
+    p = sub.add_parser("kunit", help="run the kunit suites")
+    p.add_argument("suites", nargs="*")
+    sub.add_parser("lint", help="checkpatch, sparse and W=1 over the series")
+    sub.add_parser("run", help="build what is missing, boot, report")
+    args = ap.parse_args(argv)
+
+    try:
+        if args.cmd == "tree":
+            from . import tree
+            tree.assemble(force=args.force)
+        elif args.cmd == "patches":
+            from . import tree
+            tree.export()
+        elif args.cmd == "refresh":
+            from . import tree
+            tree.refresh(args.patch)
+        elif args.cmd == "new-patch":
+            from . import tree
+            tree.new_patch(args.subject, args.body)
+        elif args.cmd == "series":
+            from . import tree
+            tree.format_series()
+        elif args.cmd == "kernel":
+            from . import kernel
+            kernel.build_all(args.targets or None)
+        elif args.cmd == "images":
+            from . import initramfs
+            for arch in args.arches:
+                initramfs.base_image(arch)
+        elif args.cmd == "scenarios":
+            from .scenarios import SCENARIOS
+            for sc in SCENARIOS.values():
+                print(f"{sc.name:28} {sc.kernel:14} {sc.summary}")
+        elif args.cmd == "boot":
+            from . import boot
+            result = boot.run_scenario(args.scenario)
+            print(result.summary())
+            return 0 if result.ok else 1
+        elif args.cmd == "kunit":
+            from . import kunit
+            ok = kunit.run_all(args.suites or None)
+            return 0 if ok else 1
+        elif args.cmd == "lint":
+            from . import lint
+            return 0 if lint.run_all() else 1
+        elif args.cmd == "run":
+            from . import report
+            return report.main()
+    except StepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot one scenario: prepare its inputs, run QEMU with a hard timeout, judge the console."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import random
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import initramfs, paths, qemu
+from .kernel import TARGETS
+from .ktap import Case, Console, parse_console
+from .scenarios import FAULT_PATTERNS, SCENARIOS, Scenario
+from .shell import StepError
+
+DISK_READ_MB = 8
+DISK_WRITE_MB = 4
+NET_DOWN_MB = 4
+NET_UP_MB = 1
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    console: Console
+    log: Path
+    seconds: float
+    timed_out: bool
+    host_checks: list[Case] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """Reasons the boot as a whole failed, beyond any step's own results."""
+        out = []
+        if self.timed_out:
+            out.append(f"timed out after {self.scenario.timeout_s} s")
+        if not self.console.booted:
+            out.append("the guest never reached /init")
+        elif not self.console.done:
+            out.append("the guest did not finish its steps")
+        out += [f"kernel report: {r}" for r in self.console.reports[:5]]
+        out += [f"host check failed: {c.name}" for c in self.host_checks
+                if c.status == "fail"]
+        return out
+
+    @property
+    def ok(self) -> bool:
+        steps = [self.console.steps.get(s) for s in self.scenario.steps]
+        return not self.problems() and all(s and s.ok for s in steps)
+
+    def summary(self) -> str:
+        lines = [f"{self.scenario.name}: {'PASS' if self.ok else 'FAIL'} "
+                 f"({self.seconds:.0f} s, log {self.log})"]
+        for name in self.scenario.steps:
+            step = self.console.steps.get(name)
+            if not step:
+                lines.append(f"  {name}: did not run")
+                continue
+            verdict = "ok" if step.ok else f"FAIL (exit {step.exit_status})"
+            lines.append(f"  {name}: {verdict}")
+            for c in step.cases:
+                lines.append(f"    {c.status:4} {c.name} {c.detail}".rstrip())
+        for c in self.host_checks:
+            lines.append(f"  host: {c.status:4} {c.name}")
+        lines += [f"  problem: {p}" for p in self.problems()]
+        return "\n".join(lines)
+
+
+class _Blobs(http.server.BaseHTTPRequestHandler):
+    """GET /blob serves the download; POST /sink answers the body's SHA-256."""
+    blob = b""
+    received: list[str] = []
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.blob)))
+        self.end_headers()
+        self.wfile.write(self.blob)
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        digest = hashlib.sha256(body).hexdigest()
+        self.received.append(digest)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(digest)))
+        self.end_headers()
+        self.wfile.write(digest.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def _pattern(seed: int, mb: int) -> bytes:
+    return random.Random(seed).randbytes(mb << 20)
+
+
+def run_scenario(name: str) -> Result:
+    if name not in SCENARIOS:
+        raise StepError(f"unknown scenario {name!r} (see `make scenarios`)")
+    sc = SCENARIOS[name]
+    target = TARGETS[sc.kernel]
+    if not target.image_path.exists():
+        raise StepError(f"kernel {sc.kernel} is not built: make kernel-{sc.kernel}")
+    machine = qemu.MACHINES[sc.machine]
+    work = paths.IMAGES / "scenarios" / sc.name
+    work.mkdir(parents=True, exist_ok=True)
+    log = paths.LOGS / f"{sc.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)
+
+    env = {"TB_STEPS": " ".join(sc.steps), **sc.env}
+    if machine.has_iommu:
+        env["TB_EXPECT_IOMMU"] = "1"
+    if sc.fault:
+        env["TB_FAULT_PATTERN"] = FAULT_PATTERNS[sc.fault]
+    disk = None
+    if "blk" in sc.devices:
+        disk = work / "disk.img"
+        data = _pattern(1, DISK_READ_MB)
+        disk.write_bytes(data + bytes((DISK_READ_MB + DISK_WRITE_MB) << 20))
+        env.update(TB_DISK_SHA256=hashlib.sha256(data).hexdigest(),
+                   TB_DISK_READ_MB=str(DISK_READ_MB),
+                   TB_DISK_WRITE_MB=str(DISK_WRITE_MB))
+    server = None
+    if "net" in sc.devices:
+        handler = type("Blobs", (_Blobs,), {"blob": _pattern(2, NET_DOWN_MB),
+                                            "received": []})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        env.update(TB_HTTP_PORT=str(server.server_address[1]),
+                   TB_NET_SHA256=hashlib.sha256(handler.blob).hexdigest(),
+                   TB_NET_UP_MB=str(NET_UP_MB))
+
+    base = paths.IMAGES / target.name / "base.cpio"
+    if not base.exists():
+        initramfs.base_image(target.name)
+    initrd = initramfs.scenario_image(base, env, work / "initrd.cpio")
+    guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=sc.append,
+                       console_log=log, devices=sc.devices, disk=disk)
+    cmd = qemu.command(machine, guest)
+    (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
+
+    t0 = time.monotonic()
+    timed_out = False
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=open(work / "qemu.out", "wb"),
+                            stderr=subprocess.STDOUT)
+    try:
+        proc.wait(timeout=sc.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.kill()
+        proc.wait()
+    seconds = time.monotonic() - t0
+    if server:
+        server.shutdown()
+    text = log.read_text(errors="replace") if log.exists() else ""
+    qemu_err = (work / "qemu.out").read_text(errors="replace")
+    if qemu_err.strip():
+        text += "\n# qemu: " + qemu_err.replace("\n", "\n# qemu: ")
+        log.write_text(text)
+    console = parse_console(text)
+    result = Result(sc, console, log, seconds, timed_out)
+    if disk:
+        result.host_checks.append(_disk_check(disk, console))
+    return result
+
+
+def _disk_check(disk: Path, console: Console) -> Case:
+    """The disk image holds exactly what the guest said it wrote."""
+    name = "disk image holds the data the guest wrote"
+    step = console.steps.get("blk")
+    want = None
+    for d in step.diagnostics() if step else []:
+        if d.startswith("disk-write-sha256 "):
+            want = d.split()[1]
+    if not want:
+        return Case(name, "fail", "the guest did not report its write")
+    with open(disk, "rb") as f:
+        f.seek(DISK_READ_MB << 20)
+        got = hashlib.sha256(f.read(DISK_WRITE_MB << 20)).hexdigest()
+    return Case(name, "pass" if got == want else "fail")

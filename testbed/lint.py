@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The lint gate: checkpatch --strict over the series, sparse (C=2) and W=1
+over every kernel C file the series adds or touches.
+
+A checkpatch warning is either fixed or explained in configs/checkpatch-allow
+(one line each: patch-name-glob, checkpatch type, reason). A compiler or
+sparse message fails the gate when it points at a line the series added.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths, tree
+from .kernel import TARGETS, make_args
+from .shell import output
+
+ALLOW = paths.CONFIGS / "checkpatch-allow"
+CP_MSG = re.compile(r"^(ERROR|WARNING|CHECK):([A-Z_0-9]+): (.*)$")
+CC_MSG = re.compile(r"^([^\s:]+\.[ch]):(\d+):(?:\d+:)? (warning|error|.*?)[: ](.*)$")
+
+
+@dataclass
+class Finding:
+    where: str
+    kind: str
+    text: str
+    allowed_because: str = ""
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if not f.allowed_because]
+
+
+def _allowlist() -> list[tuple[str, str, str]]:
+    rules = []
+    if ALLOW.exists():
+        for line in ALLOW.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                glob, kind, reason = line.split(None, 2)
+                rules.append((glob, kind, reason))
+    return rules
+
+
+def checkpatch(patches: list[Path]) -> Report:
+    rep = Report()
+    rules = _allowlist()
+    for p in patches:
+        if p.name.startswith("0000-"):
+            continue
+        res = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
+                              "--show-types", "--no-summary", "--color=never", str(p)],
+                             cwd=paths.TREE, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        for line in res.stdout.splitlines():
+            m = CP_MSG.match(line)
+            if not m:
+                continue
+            level, kind, text = m.groups()
+            f = Finding(p.name, f"{level}:{kind}", text)
+            if level != "ERROR":
+                for glob, allowed, reason in rules:
+                    if fnmatch.fnmatch(p.name, glob) and allowed == kind:
+                        f.allowed_because = reason
+            rep.findings.append(f)
+        rep.notes.append(f"checkpatch: {p.name}")
+    return rep
+
+
+def added_lines() -> dict[str, set[int]]:
+    """Per C file the series touches, the line numbers it added (new side)."""
+    diff = output(["git", "-C", paths.TREE, "diff", "-U0", "base..HEAD", "--",
+                   "*.c", "*.h"])
+    lines: dict[str, set[int]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else None
+            if current:
+                lines.setdefault(current, set())
+        elif line.startswith("@@") and current:
+            m = re.search(r"\+(\d+)(?:,(\d+))?", line)
+            start, count = int(m.group(1)), int(m.group(2) or 1)
+            lines[current].update(range(start, start + count))
+    return lines
+
+
+def _kernel_objects(files: list[str]) -> dict[str, list[str]]:
+    """Which kernel target builds each touched .c file (first one that does)."""
+    plan: dict[str, list[str]] = {}
+    for f in files:
+        if not f.endswith(".c") or f.startswith(("tools/", "scripts/", "samples/")):
+            continue
+        obj = f[:-2] + ".o"
+        for name in ("x86_64", "arm64"):
+            d, base = Path(obj).parent, Path(obj).name
+            if (TARGETS[name].outdir / d / f".{base}.cmd").exists():
+                plan.setdefault(name, []).append(obj)
+                break
+        else:
+            plan.setdefault("", []).append(f)
+    return plan
+
+
+def compile_checks() -> Report:
+    rep = Report()
+    touched = added_lines()
+    plan = _kernel_objects(sorted(touched))
+    for f in plan.pop("", []):
+        rep.notes.append(f"not built by any kernel target, not compiled: {f}")
+    for name, objs in plan.items():
+        t = TARGETS[name]
+        res = subprocess.run(make_args(t) + ["W=1", "C=2", *objs], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for line in res.stdout.splitlines():
+            m = CC_MSG.match(line)
+            if not m:
+                continue
+            path, lineno = m.group(1), int(m.group(2))
+            path = path.split(str(paths.TREE) + "/")[-1]
+            if lineno in touched.get(path, set()):
+                rep.findings.append(Finding(f"{path}:{lineno}", "compile", line))
+        if res.returncode:
+            rep.findings.append(Finding(name, "build", "W=1 C=2 build failed"))
+        rep.notes.append(f"W=1 C=2 ({name}): {' '.join(objs)}")
+    return rep
+
+
+def run_all() -> bool:
+    tree.assemble()
+    patches = tree.format_series()
+    reports = [checkpatch(patches), compile_checks()]
+    ok = True
+    for rep in reports:
+        for note in rep.notes:
+            print(f"lint: {note}")
+        for f in rep.findings:
+            if f.allowed_because:
+                print(f"lint: allowed {f.where}: {f.kind}: {f.text} "
+                      f"({f.allowed_because})")
+            else:
+                print(f"lint: FAIL {f.where}: {f.kind}: {f.text}")
+                ok = False
+    print(f"lint: {'clean' if ok else 'FAILED'}")
+    return ok

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Where things live: the project's folders and everything generated under build/."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("TB_BUILD", ROOT / "build"))
+OUT = ROOT / "out"
+
+PATCHES = ROOT / "patches"
+OVERLAY = ROOT / "linux"
+CONFIGS = ROOT / "configs"
+GUEST = ROOT / "guest"
+
+BASE_DIR = BUILD / "base"          # downloaded .deb and the unpacked tarball
+TREE = BUILD / "tree"              # the assembled git tree (never built in place)
+KBUILD = BUILD / "kbuild"          # one O= directory per kernel target
+IMAGES = BUILD / "images"          # initramfs images, disk images
+LOGS = BUILD / "logs"              # console logs of boots and kunit runs
+BENCH = BUILD / "bench"            # benchmark JSON
+SERIES_OUT = OUT / "series"        # git format-patch output
+
+
+def kbuild_dir(target: str) -> Path:
+    return KBUILD / target

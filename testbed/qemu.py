@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+"""QEMU command lines: the one place that knows machines, IOMMUs and devices.
+
+Everything runs under TCG: /dev/kvm exists on these machines but a Linux
+guest hangs under it. TB_KVM=1 asks for KVM anyway (x86_64 on x86_64 only).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A QEMU machine with (or without) one IOMMU in front of its PCI devices."""
+    name: str
+    qemu: str
+    machine: str
+    cpu: str
+    console: str
+    iommu_device: str = ""     # a -device that is the IOMMU, if any
+
+    @property
+    def has_iommu(self) -> bool:
+        return bool(self.iommu_device) or "iommu=" in self.machine
+
+
+MACHINES = {m.name: m for m in (
+    Machine("q35", "qemu-system-x86_64", "q35", "max", "ttyS0"),
+    Machine("q35-virtio-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "virtio-iommu-pci"),
+    Machine("q35-intel-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "intel-iommu"),
+    Machine("q35-amd-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "amd-iommu"),
+    Machine("virt", "qemu-system-aarch64", "virt,gic-version=3",
+            "max,pauth-impdef=on", "ttyAMA0"),
+    Machine("virt-smmuv3", "qemu-system-aarch64", "virt,gic-version=3,iommu=smmuv3",
+            "max,pauth-impdef=on", "ttyAMA0"),
+    Machine("virt-virtio-iommu", "qemu-system-aarch64", "virt,gic-version=3",
+            "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci"),
+)}
+
+
+@dataclass
+class Guest:
+    """What one boot needs besides the machine."""
+    kernel: Path
+    initrd: Path
+    append: str
+    console_log: Path
+    devices: tuple[str, ...] = ()   # "blk", "net", "edu"
+    disk: Path | None = None
+    memory_mb: int = 1024
+    cpus: int = 2
+
+
+def _virtio(m: Machine, model: str, extra: str) -> str:
+    # ACCESS_PLATFORM (iommu_platform) makes the guest use the DMA API and
+    # QEMU translate the device's accesses through the IOMMU.
+    opts = "disable-legacy=on"
+    if m.has_iommu:
+        opts += ",iommu_platform=on"
+    return f"{model},{extra},{opts}"
+
+
+def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
+    if dev == "blk":
+        return ["-drive", f"file={g.disk},if=none,id=disk0,format=raw,cache=unsafe",
+                "-device", _virtio(m, "virtio-blk-pci", "drive=disk0")]
+    if dev == "net":
+        return ["-netdev", "user,id=net0",
+                "-device", _virtio(m, "virtio-net-pci", "netdev=net0,romfile=")]
+    if dev == "edu":
+        return ["-device", "edu"]
+    raise ValueError(f"unknown device {dev!r}")
+
+
+def command(m: Machine, g: Guest) -> list[str]:
+    """The full QEMU command line for guest @g on machine @m."""
+    accel = "tcg"
+    if os.environ.get("TB_KVM") == "1" and m.qemu.endswith("x86_64"):
+        accel = "kvm"
+    cmd = [m.qemu, "-machine", m.machine, "-accel", accel,
+           "-cpu", "host" if accel == "kvm" else m.cpu,
+           "-smp", str(g.cpus), "-m", str(g.memory_mb),
+           "-nodefaults", "-display", "none", "-monitor", "none", "-no-reboot",
+           "-serial", f"file:{g.console_log}",
+           "-kernel", str(g.kernel), "-initrd", str(g.initrd),
+           "-append", f"console={m.console} panic=-1 {g.append}".strip()]
+    if m.iommu_device:
+        # The IOMMU goes first: QEMU wants it before the devices it serves.
+        cmd += ["-device", m.iommu_device]
+    for dev in g.devices:
+        cmd += device_args(m, g, dev)
+    return cmd
