@@ -32,6 +32,7 @@ class Result:
     seconds: float
     timed_out: bool
     host_checks: list[Case] = field(default_factory=list)
+    trace_log: Path | None = None
 
     def problems(self) -> list[str]:
         """Reasons the boot as a whole failed, beyond any step's own results."""
@@ -139,8 +140,11 @@ def run_scenario(name: str) -> Result:
     if not base.exists():
         initramfs.base_image(target.name)
     initrd = initramfs.scenario_image(base, env, work / "initrd.cpio")
+    trace_log = paths.LOGS / f"{sc.name}.trace"
+    trace_log.unlink(missing_ok=True)
     guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=sc.append,
-                       console_log=log, devices=sc.devices, disk=disk)
+                       console_log=log, devices=sc.devices, disk=disk,
+                       trace=sc.trace, trace_log=trace_log)
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
 
@@ -164,7 +168,8 @@ def run_scenario(name: str) -> Result:
         text += "\n# qemu: " + qemu_err.replace("\n", "\n# qemu: ")
         log.write_text(text)
     console = parse_console(text)
-    result = Result(sc, console, log, seconds, timed_out)
+    result = Result(sc, console, log, seconds, timed_out,
+                    trace_log=trace_log if trace_log.exists() else None)
     if disk:
         result.host_checks.append(_disk_check(disk, console))
     return result

@@ -55,6 +55,8 @@ class Guest:
     disk: Path | None = None
     memory_mb: int = 1024
     cpus: int = 2
+    trace: tuple[str, ...] = ()     # QEMU trace events to record
+    trace_log: Path | None = None
 
 
 def _virtio(m: Machine, model: str, extra: str) -> str:
@@ -95,4 +97,8 @@ def command(m: Machine, g: Guest) -> list[str]:
         cmd += ["-device", m.iommu_device]
     for dev in g.devices:
         cmd += device_args(m, g, dev)
+    if g.trace and g.trace_log:
+        for event in g.trace:
+            cmd += ["-trace", f"enable={event}"]
+        cmd += ["-D", str(g.trace_log)]
     return cmd

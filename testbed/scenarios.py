@@ -22,6 +22,13 @@ FAULT_PATTERNS = {
 VFIO_UNSAFE_IRQS = "vfio_iommu_type1.allow_unsafe_interrupts=1"
 
 
+# virtio-iommu requests and faults, as QEMU's device sees them. Per-DMA
+# translation events are left out: they would dwarf everything else.
+VIRTIO_IOMMU_TRACE = ("virtio_iommu_attach", "virtio_iommu_detach",
+                      "virtio_iommu_map", "virtio_iommu_unmap",
+                      "virtio_iommu_report_fault")
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -34,6 +41,11 @@ class Scenario:
     append: str = ""                # extra kernel command line
     timeout_s: int = 240
     env: dict = field(default_factory=dict)
+
+    @property
+    def trace(self) -> tuple[str, ...]:
+        """QEMU trace events the report counts (requests the device served)."""
+        return VIRTIO_IOMMU_TRACE if "virtio-iommu" in self.machine else ()
 
     @property
     def arch(self) -> str:

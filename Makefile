@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0
+# The project's commands. Everything generated goes to build/ and out/.
+# Each target is a thin call into the test bed (python3 -m testbed).
+
+PY      ?= python3
+TB      := $(PY) -m testbed
+PYTEST  := $(PY) -m pytest
+KERNELS ?= x86_64 x86_64-debug arm64
+
+.PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
+	boot kunit lint check run clean
+
+help:
+	@echo "make deps                install the Debian packages and Python modules (root)"
+	@echo "make run                 build what is missing, boot a guest behind virtio-iommu, report"
+	@echo "make check               every test: unit tests of the test bed, series, lint, kunit, boots"
+	@echo "make tree                assemble build/tree: base + patches/series + linux/"
+	@echo "make patches             write build/tree's commits back to patches/ and linux/"
+	@echo "make refresh P=N         fold build/tree's uncommitted edits into patch N"
+	@echo "make new-patch SUBJECT='x: y' [BODY='...']   make them a new patch"
+	@echo "make series              git format-patch the work into out/series/"
+	@echo "make kernel [KERNELS=..] build kernels ($(KERNELS))"
+	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
+	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
+	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
+
+deps:
+	.ci/install-deps
+
+tree:
+	$(TB) tree $(if $(FORCE),--force)
+
+patches:
+	$(TB) patches
+
+refresh:
+	$(TB) refresh $(P)
+
+new-patch:
+	$(TB) new-patch "$(SUBJECT)" --body "$(BODY)"
+
+series: tree
+	$(TB) series
+
+kernel: tree
+	$(TB) kernel $(KERNELS)
+
+kernel-%: tree
+	$(TB) kernel $*
+
+images: kernel
+	$(TB) images $(KERNELS)
+
+scenarios:
+	$(TB) scenarios
+
+boot: tree
+	$(TB) boot $(S)
+
+kunit: tree
+	$(TB) kunit $(K)
+
+lint: tree
+	$(TB) lint
+
+# The README's test command: builds what it needs, then one pytest run
+# whose summary lists every test.
+check: images
+	$(PYTEST) -v -ra tests/
+
+run:
+	$(TB) run
+
+clean:
+	rm -rf build/kbuild build/kunit build/images build/logs out

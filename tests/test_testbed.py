@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Unit tests of the test bed itself, over recorded consoles and small inputs."""
+
+from pathlib import Path
+
+import pytest
+
+from testbed import cpio, ktap
+from testbed.patchfile import parse
+from testbed.qemu import MACHINES, Guest, command
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_console_all_steps_pass():
+    con = ktap.parse_console((DATA / "console-virtio-iommu-pass.log").read_text())
+    assert con.booted and con.done and not con.reports
+    assert list(con.steps) == ["iommu-info", "blk", "net", "vfio-edu"]
+    assert all(s.ok for s in con.steps.values())
+    edu = con.steps["vfio-edu"]
+    assert [c.name for c in edu.cases][:2] == ["edu.identify", "edu.dma_round_trip"]
+    assert any(d.startswith("disk-write-sha256 ") for d in con.steps["blk"].diagnostics())
+
+
+def test_console_failure_and_missing_end_are_seen():
+    con = ktap.parse_console((DATA / "console-edu-fails-no-done.log").read_text())
+    assert not con.done
+    edu = con.steps["vfio-edu"]
+    assert not edu.ok and edu.exit_status == 1
+    assert [c.name for c in edu.cases if c.status == "fail"] == [
+        "edu.write_after_unmap_does_not_reach_memory"]
+
+
+def test_console_kernel_warning_and_skip():
+    con = ktap.parse_console((DATA / "console-warn.log").read_text())
+    assert len(con.reports) == 1 and "WARNING: CPU" in con.reports[0]
+    blk = con.steps["blk"]
+    assert [c.status for c in blk.cases] == ["pass", "skip"]
+    assert blk.ok and not blk.skipped
+
+
+@pytest.mark.parametrize("line,status,name", [
+    ("ok 1 foo", "pass", "foo"),
+    ("not ok 12 - bar baz", "fail", "bar baz"),
+    ("ok 3 qux # SKIP no device", "skip", "qux"),
+    ("not ok 4 quux # TODO later", "pass", "quux"),
+])
+def test_tap_result_lines(line, status, name):
+    case = ktap.parse_result(line)
+    assert case and case.status == status and case.name == name
+
+
+def test_cpio_newc_layout():
+    arc = cpio.Archive()
+    arc.file("bin/x", b"abc", 0o755)
+    arc.chardev("dev/console", 5, 1)
+    data = arc.bytes()
+    assert data.startswith(b"070701")
+    assert data.rstrip(b"\0").endswith(b"TRAILER!!!")
+    assert len(data) % 4 == 0
+    assert b"bin\0" in data and b"bin/x\0" in data and b"abc" in data
+
+
+def test_patch_file_round_trip():
+    text = ("From: A Developer <a@example.org>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\n"
+            "Subject: [PATCH] x: do y\n\nBecause z.\n\nSigned-off-by: A <a@example.org>\n"
+            "---\nOverlay: drivers/x/y.c\n a | 1 +\n\ndiff --git a/a b/a\n--- a/a\n+++ b/a\n")
+    pf = parse(text)
+    assert pf.subject == "x: do y" and pf.overlay == ["drivers/x/y.c"]
+    assert pf.diff.startswith("diff --git")
+    again = parse(pf.render())
+    assert (again.subject, again.overlay, again.diff) == (pf.subject, pf.overlay, pf.diff)
+
+
+def test_patch_file_rejects_missing_separator():
+    with pytest.raises(ValueError):
+        parse("From: a <a@b>\nSubject: x\n\nno separator\n")
+
+
+def test_qemu_command_puts_iommu_first_and_virtio_behind_it(tmp_path):
+    g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
+              console_log=tmp_path / "log", devices=("blk", "edu"),
+              disk=tmp_path / "d")
+    cmd = command(MACHINES["q35-virtio-iommu"], g)
+    devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
+    assert devs[0] == "virtio-iommu-pci"
+    assert "iommu_platform=on" in devs[1] and devs[2] == "edu"
+    assert "-accel" in cmd and cmd[cmd.index("-accel") + 1] == "tcg"
+    plain = command(MACHINES["q35"], g)
+    assert not any("iommu_platform" in a for a in plain)
