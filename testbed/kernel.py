@@ -107,7 +107,7 @@ def configure(t: Target) -> None:
 
 def build(t: Target) -> None:
     """Configure, build the image and modules, install modules and uAPI headers."""
-    with step(f"kernel {t.name}"), build_lock(paths.BUILD / ".kbuild.lock"):
+    with step(f"kernel {t.name}"), build_lock(paths.BUILD_LOCK):
         configure(t)
         log = paths.LOGS / f"build-{t.name}.log"
         run(make_args(t) + [Path(t.image).name, "modules"], log=log)

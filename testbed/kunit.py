@@ -81,7 +81,7 @@ def run_one(r: KunitRun) -> dict:
     r.build_dir.mkdir(parents=True, exist_ok=True)
     r.json_path.unlink(missing_ok=True)
     log = paths.LOGS / f"kunit-{r.name}.log"
-    with step(f"kunit {r.name}"), build_lock(paths.BUILD / ".kbuild.lock"):
+    with step(f"kunit {r.name}"), build_lock(paths.BUILD_LOCK):
         res = run(command(r), cwd=paths.TREE, log=log, check=False)
     if not r.json_path.exists():
         raise StepError(f"kunit {r.name} produced no results (log: {log})")

@@ -24,5 +24,10 @@ BENCH = BUILD / "bench"            # benchmark JSON
 SERIES_OUT = OUT / "series"        # git format-patch output
 
 
+# Kernel builds take this lock, so that several checkouts on one machine
+# build one at a time (TB_LOCK names a lock shared between them).
+BUILD_LOCK = Path(os.environ.get("TB_LOCK", BUILD / ".kbuild.lock"))
+
+
 def kbuild_dir(target: str) -> Path:
     return KBUILD / target

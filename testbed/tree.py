@@ -177,7 +177,9 @@ def export() -> None:
         for line in git("diff-tree", "--no-commit-id", "-r", "--name-status",
                         "--no-renames", sha).splitlines():
             status, rel = line.split("\t", 1)
-            if rel in base_files:
+            # A file the base has is a diff, unless linux/ holds our own
+            # replacement of it (an Overlay: line said so).
+            if rel in base_files and rel not in claimed_before:
                 upstream.append(rel)
             elif status == "D":
                 (paths.OVERLAY / rel).unlink(missing_ok=True)
@@ -301,8 +303,9 @@ def check_series_applies(work: Path) -> str:
     patches = [p for p in sorted(paths.SERIES_OUT.glob("*.patch"))
                if not p.name.startswith("0000-")]
     if patches:
-        run(["git", "-C", work, "am", "-q", "--committer-date-is-author-date",
-             *patches], quiet=True)
+        # A fresh machine has no git identity; git am needs a committer.
+        env = _identity_env("series check <check@localhost>", "")
+        run(["git", "-C", work, "am", "-q", *patches], quiet=True, env=env)
     tree_id = output(["git", "-C", work, "rev-parse", "HEAD^{tree}"]).strip()
     run(["git", "-C", paths.TREE, "worktree", "remove", "--force", work], quiet=True)
     return tree_id
