@@ -19,7 +19,7 @@ KERNEL_REPORTS = re.compile(
     r"(BUG: |WARNING: |Oops|Kernel panic|KASAN: |UBSAN: |"
     r"possible (recursive|circular) locking|inconsistent lock state|"
     r"suspicious RCU usage|INFO: task .* blocked|hung_task|"
-    r"DMA-API: |general protection fault|Unable to handle kernel)")
+    r"DMA-API: .*device driver|general protection fault|Unable to handle kernel)")
 
 
 @dataclass

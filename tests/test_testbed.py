@@ -88,3 +88,15 @@ def test_qemu_command_puts_iommu_first_and_virtio_behind_it(tmp_path):
     assert "-accel" in cmd and cmd[cmd.index("-accel") + 1] == "tcg"
     plain = command(MACHINES["q35"], g)
     assert not any("iommu_platform" in a for a in plain)
+
+
+@pytest.mark.parametrize("line,report", [
+    ("DMA-API: preallocated 65536 debug entries", False),
+    ("DMA-API: debugging enabled by kernel config", False),
+    ("DMA-API: virtio-pci 0000:00:02.0: device driver tries to free DMA memory", True),
+    ("BUG: KASAN: slab-use-after-free in viommu_map_pages+0x1/0x2", True),
+    ("WARNING: possible circular locking dependency detected", True),
+    ("virtio_iommu virtio0: page fault from EP 32 at 0x4000000 []", False),
+])
+def test_kernel_reports(line, report):
+    assert bool(ktap.KERNEL_REPORTS.search(line)) == report
