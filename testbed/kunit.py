@@ -91,14 +91,29 @@ def run_one(r: KunitRun) -> dict:
 
 
 def suites(data: dict) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(suite, status, [(case, status)]) for every suite in kunit.py's JSON."""
+    """(suite, status, [(case, status)]) for every suite in kunit.py's JSON.
+
+    kunit.py records a status per case only; a suite fails when one of its
+    cases did not pass or skip, and is skipped when all of them skipped.
+    """
     out = []
+
+    def cases_of(group: dict, prefix: str = "") -> list[tuple[str, str]]:
+        cases = [(prefix + c["name"], c["status"]) for c in group.get("test_cases", [])]
+        for sub in group.get("sub_groups", []):
+            cases += cases_of(sub, f"{prefix}{sub['name']}.")
+        return cases
+
     for suite in data.get("sub_groups", []):
-        cases = [(c["name"], c["status"]) for c in suite.get("test_cases", [])]
-        for sub in suite.get("sub_groups", []):
-            cases += [(f"{sub['name']}.{c['name']}", c["status"])
-                      for c in sub.get("test_cases", [])]
-        out.append((suite["name"], suite["status"], cases))
+        cases = cases_of(suite)
+        statuses = {st for _, st in cases}
+        if statuses - {"PASS", "SKIP"} or not cases:
+            status = "FAIL"
+        elif statuses == {"SKIP"}:
+            status = "SKIP"
+        else:
+            status = "PASS"
+        out.append((suite["name"], status, cases))
     return out
 
 
