@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kernel", help="configure and build kernel targets")
     p.add_argument("targets", nargs="*")
     p = sub.add_parser("images", help="build the guest programs and initramfs")
-    p.add_argument("arches", nargs="*", default=["x86_64", "arm64"])
+    p.add_argument("targets", nargs="*", default=["x86_64", "arm64"])
     p = sub.add_parser("boot", help="boot one scenario and print its results")
     p.add_argument("scenario")
     sub.add_parser("scenarios", help="list the boot scenarios")
@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             kernel.build_all(args.targets or None)
         elif args.cmd == "images":
             from . import initramfs
-            for arch in args.arches:
-                initramfs.base_image(arch)
+            for target in args.targets:
+                initramfs.base_image(target)
         elif args.cmd == "scenarios":
             from .scenarios import SCENARIOS
             for sc in SCENARIOS.values():

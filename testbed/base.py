@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import tarfile
 from pathlib import Path
 
 from . import paths
@@ -27,8 +26,6 @@ def fetch() -> tuple[Path, str]:
     paths.BASE_DIR.mkdir(parents=True, exist_ok=True)
     debs = sorted(paths.BASE_DIR.glob(f"{pkg}_*_all.deb"))
     if not debs:
-        # apt-get download drops privileges to _apt; let it write in /tmp-like
-        # world-writable space only if needed, else run in place.
         run(["apt-get", "download", "-q", pkg], cwd=paths.BASE_DIR)
         debs = sorted(paths.BASE_DIR.glob(f"{pkg}_*_all.deb"))
     deb = debs[-1]
@@ -57,16 +54,3 @@ def unpack(tarball: Path, dest: Path) -> None:
     (top,) = list(tmp.iterdir())
     top.rename(dest)
     tmp.rmdir()
-
-
-def tarball_version(tarball: Path) -> str:
-    """The kernel version from the tarball's top-level Makefile."""
-    with tarfile.open(tarball) as tf:
-        for member in tf:
-            if member.name.count("/") == 1 and member.name.endswith("/Makefile"):
-                text = tf.extractfile(member).read().decode()
-                break
-        else:
-            return "unknown"
-    vals = dict(l.split(" = ", 1) for l in text.splitlines()[:6] if " = " in l)
-    return f"{vals.get('VERSION')}.{vals.get('PATCHLEVEL')}.{vals.get('SUBLEVEL')}"

@@ -88,8 +88,9 @@ def base_archive(t: Target) -> Archive:
 
 def base_image(target: str) -> Path:
     """Write build/images/<target>/base.cpio and return its path."""
-    t = TARGETS[target] if target in TARGETS else TARGETS[
-        "x86_64" if target == "x86" else target]
+    if target not in TARGETS:
+        raise StepError(f"unknown kernel target {target!r}")
+    t = TARGETS[target]
     out = paths.IMAGES / t.name / "base.cpio"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(base_archive(t).bytes())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ ASSEMBLED = "refs/testbed/assembled"
 STAMP = "testbed-stamp"
 
 
-def git(*args: str | Path, quiet: bool = True, **kw) -> str:
+def git(*args: str | Path, **kw) -> str:
     return output(["git", "-C", paths.TREE, *args], **kw)
 
 
@@ -224,7 +225,6 @@ def export() -> None:
 
 
 def git_bytes(obj: str) -> bytes:
-    import subprocess
     return subprocess.run(["git", "-C", str(paths.TREE), "show", obj],
                           check=True, stdout=subprocess.PIPE).stdout
 
