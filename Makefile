@@ -17,7 +17,7 @@ help:
 	@echo "make tree                assemble build/tree: base + patches/series + linux/"
 	@echo "make patches             write build/tree's commits back to patches/ and linux/"
 	@echo "make refresh P=N         fold build/tree's uncommitted edits into patch N"
-	@echo "make new-patch SUBJECT='x: y' [BODY='...']   make them a new patch"
+	@echo "make new-patch SUBJECT='x: y' [BODY='...'|BODY_FILE=f]   make them a new patch"
 	@echo "make series              git format-patch the work into out/series/"
 	@echo "make kernel [KERNELS=..] build kernels ($(KERNELS))"
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
@@ -37,7 +37,7 @@ refresh:
 	$(TB) refresh $(P)
 
 new-patch:
-	$(TB) new-patch "$(SUBJECT)" --body "$(BODY)"
+	$(TB) new-patch "$(SUBJECT)" --body "$(BODY)" --body-file "$(BODY_FILE)"
 
 series: tree
 	$(TB) series

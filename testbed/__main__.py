@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import sys
 
 from .shell import StepError
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("new-patch", help="make the tree's edits a new patch")
     p.add_argument("subject")
     p.add_argument("--body", default="")
+    p.add_argument("--body-file", default="",
+                   help="read the commit message body from this file")
     sub.add_parser("series", help="git format-patch into out/series")
     p = sub.add_parser("kernel", help="configure and build kernel targets")
     p.add_argument("targets", nargs="*")
@@ -46,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             tree.refresh(args.patch)
         elif args.cmd == "new-patch":
             from . import tree
-            tree.new_patch(args.subject, args.body)
+            body = args.body
+            if args.body_file:
+                body = Path(args.body_file).read_text()
+            tree.new_patch(args.subject, body)
         elif args.cmd == "series":
             from . import tree
             tree.format_series()

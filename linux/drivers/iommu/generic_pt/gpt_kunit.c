@@ -1,0 +1,860 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for the generic IOMMU page table library.
+ *
+ * Every test runs on every configuration in gpt_cfgs[]: each page size,
+ * each protection combination, cut, dirty tracking, AMD top level growth,
+ * bad input, the iommu core glue, and a long seeded random sequence checked
+ * against a page-granular reference model.  Leaks are caught by requiring
+ * the table page count to drop to zero at deinit.
+ */
+#include <kunit/test.h>
+#include <linux/generic_pt/gpt.h>
+#include <linux/generic_pt/iommu.h>
+#include <linux/sizes.h>
+#include <linux/vmalloc.h>
+
+#include "../iommu-pages.h"
+
+struct gpt_test_cfg {
+	const char *name;
+	enum gpt_format fmt;
+	union {
+		struct gpt_armv8_cfg arm;
+		struct gpt_amdv1_cfg amd;
+		struct gpt_vtdss_cfg vtd;
+	};
+	u64 pgsizes;		/* expected pgsize_bitmap */
+	unsigned int ias;	/* expected input bits after init */
+};
+
+#define ARM(n, g, st, i, f, sizes)					\
+	{ .name = n, .fmt = GPT_FMT_ARMV8, .arm = { .granule = g,	\
+	  .stage = st, .ias = i, .oas = 48, .flags = f,			\
+	  .nid = NUMA_NO_NODE }, .pgsizes = sizes, .ias = i }
+
+static const struct gpt_test_cfg gpt_cfgs[] = {
+	ARM("armv8_s1_4k", SZ_4K, 1, 48, 0, SZ_4K | SZ_2M | SZ_1G),
+	ARM("armv8_s1_16k", SZ_16K, 1, 48, 0, SZ_16K | SZ_32M),
+	ARM("armv8_s1_64k", SZ_64K, 1, 48, 0, SZ_64K | SZ_512M),
+	ARM("armv8_s2_4k", SZ_4K, 2, 48, 0, SZ_4K | SZ_2M | SZ_1G),
+	ARM("armv8_s2_4k_40bit_concat", SZ_4K, 2, 40, 0,
+	    SZ_4K | SZ_2M | SZ_1G),
+	ARM("armv8_s2_16k_concat", SZ_16K, 2, 48, 0, SZ_16K | SZ_32M),
+	ARM("armv8_s2_64k", SZ_64K, 2, 48, 0, SZ_64K | SZ_512M),
+	ARM("armv8_s1_4k_contig_dbm", SZ_4K, 1, 48,
+	    GPT_ARMV8_CONTIG | GPT_ARMV8_DBM,
+	    SZ_4K | SZ_64K | SZ_2M | SZ_32M | SZ_1G | 16ULL * SZ_1G),
+	ARM("armv8_s2_16k_contig_dbm", SZ_16K, 2, 48,
+	    GPT_ARMV8_CONTIG | GPT_ARMV8_DBM,
+	    SZ_16K | SZ_2M | SZ_32M | SZ_1G),
+	ARM("armv8_s1_64k_contig", SZ_64K, 1, 48, GPT_ARMV8_CONTIG,
+	    SZ_64K | SZ_2M | SZ_512M | 16ULL * SZ_1G),
+	{ .name = "amdv1_3lvl", .fmt = GPT_FMT_AMDV1,
+	  .amd = { .levels = 3, .nid = NUMA_NO_NODE },
+	  .pgsizes = GENMASK_ULL(51, 12) ^ SZ_512G, .ias = 39 },
+	{ .name = "amdv1_1lvl_grow", .fmt = GPT_FMT_AMDV1,
+	  .amd = { .levels = 1, .nid = NUMA_NO_NODE },
+	  .pgsizes = GENMASK_ULL(51, 12) ^ SZ_512G, .ias = 21 },
+	{ .name = "amdv1_6lvl", .fmt = GPT_FMT_AMDV1,
+	  .amd = { .levels = 6, .nid = NUMA_NO_NODE },
+	  .pgsizes = GENMASK_ULL(51, 12) ^ SZ_512G, .ias = 64 },
+	{ .name = "vtdss_3lvl", .fmt = GPT_FMT_VTDSS,
+	  .vtd = { .levels = 3, .nid = NUMA_NO_NODE },
+	  .pgsizes = SZ_4K | SZ_2M | SZ_1G, .ias = 39 },
+	{ .name = "vtdss_4lvl", .fmt = GPT_FMT_VTDSS,
+	  .vtd = { .levels = 4, .flags = GPT_VTDSS_SNP, .nid = NUMA_NO_NODE },
+	  .pgsizes = SZ_4K | SZ_2M | SZ_1G, .ias = 48 },
+	{ .name = "vtdss_5lvl", .fmt = GPT_FMT_VTDSS,
+	  .vtd = { .levels = 5, .nid = NUMA_NO_NODE },
+	  .pgsizes = SZ_4K | SZ_2M | SZ_1G, .ias = 57 },
+	{ .name = "vtdss_4lvl_no1g", .fmt = GPT_FMT_VTDSS,
+	  .vtd = { .levels = 4, .flags = GPT_VTDSS_NO_1G,
+		   .nid = NUMA_NO_NODE },
+	  .pgsizes = SZ_4K | SZ_2M, .ias = 48 },
+};
+
+static void gpt_cfg_desc(const struct gpt_test_cfg *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(gpt_cfgs, gpt_cfgs, gpt_cfg_desc);
+
+static atomic_t gpt_top_changes;
+
+static void gpt_test_top_changed(struct gpt_table *t)
+{
+	atomic_inc(&gpt_top_changes);
+}
+
+static int gpt_test_init(const struct gpt_test_cfg *c, struct gpt_table *t)
+{
+	struct gpt_amdv1_cfg amd;
+
+	switch (c->fmt) {
+	case GPT_FMT_ARMV8:
+		return gpt_armv8_init(t, &c->arm, GFP_KERNEL);
+	case GPT_FMT_AMDV1:
+		amd = c->amd;
+		amd.top_changed = gpt_test_top_changed;
+		return gpt_amdv1_init(t, &amd, GFP_KERNEL);
+	case GPT_FMT_VTDSS:
+		return gpt_vtdss_init(t, &c->vtd, GFP_KERNEL);
+	}
+	return -EINVAL;
+}
+
+struct gpt_test {
+	struct kunit *test;
+	const struct gpt_test_cfg *c;
+	struct gpt_table t;
+	struct iommu_iotlb_gather gather;
+	u64 min;		/* smallest page size */
+};
+
+static void gpt_test_setup(struct kunit *test, struct gpt_test *gt)
+{
+	gt->test = test;
+	gt->c = test->param_value;
+	KUNIT_ASSERT_EQ(test, gpt_test_init(gt->c, &gt->t), 0);
+	KUNIT_EXPECT_EQ(test, gt->t.pgsize_bitmap, gt->c->pgsizes);
+	KUNIT_EXPECT_EQ(test, (unsigned int)gt->t.ias, gt->c->ias);
+	gt->min = 1ULL << __ffs64(gt->t.pgsize_bitmap);
+	iommu_iotlb_gather_init(&gt->gather);
+}
+
+/* What an IOMMU driver's iotlb_sync does after the flush */
+static void gpt_test_sync(struct gpt_test *gt)
+{
+	iommu_put_pages_list(&gt->gather.freelist);
+	iommu_iotlb_gather_init(&gt->gather);
+}
+
+static size_t gpt_test_unmap(struct gpt_test *gt, u64 iova, u64 len)
+{
+	size_t ret = gpt_unmap(&gt->t, iova, len, &gt->gather);
+
+	gpt_test_sync(gt);
+	return ret;
+}
+
+/* Everything freed: no table page may survive deinit */
+static void gpt_test_teardown(struct gpt_test *gt)
+{
+	gpt_deinit(&gt->t);
+	gpt_test_sync(gt);
+	KUNIT_EXPECT_EQ(gt->test, atomic_long_read(&gt->t.nr_tables), 0);
+}
+
+/* Largest input address usable in tests of this configuration */
+static u64 gpt_test_max_iova(const struct gpt_test_cfg *c)
+{
+	unsigned int bits = c->fmt == GPT_FMT_AMDV1 ? 64 : c->ias;
+
+	return bits == 64 ? U64_MAX : (1ULL << bits) - 1;
+}
+
+static void gpt_test_expect_map(struct gpt_test *gt, u64 iova, u64 pa,
+				u64 size, u64 leaf)
+{
+	struct kunit *test = gt->test;
+	phys_addr_t got;
+	u64 got_size;
+
+	KUNIT_ASSERT_EQ(test, gpt_lookup(&gt->t, iova, &got, &got_size, NULL),
+			0);
+	KUNIT_EXPECT_EQ(test, (u64)got, pa);
+	KUNIT_EXPECT_EQ(test, got_size, leaf);
+	KUNIT_ASSERT_EQ(test, gpt_lookup(&gt->t, iova + size - 1, &got, NULL,
+					 NULL), 0);
+	KUNIT_EXPECT_EQ(test, (u64)got, pa + size - 1);
+	KUNIT_EXPECT_EQ(test, (u64)gpt_iova_to_phys(&gt->t, iova + size / 2),
+			pa + size / 2);
+}
+
+static void gpt_test_init_deinit(struct kunit *test)
+{
+	struct gpt_test gt;
+
+	gpt_test_setup(test, &gt);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&gt.t.nr_tables), 1);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, 0, NULL, NULL, NULL), -ENOENT);
+	gpt_test_teardown(&gt);
+}
+
+/*
+ * Every page size the format offers, at an address that makes it the only
+ * choice; then cut it down step by step, translation unchanged, and unmap.
+ */
+static void gpt_test_every_size(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	unsigned long sizes = c->pgsizes;
+	unsigned int bit;
+
+	for_each_set_bit(bit, &sizes, 64) {
+		u64 size = 1ULL << bit, iova = size * 3, pa = size;
+		u64 leaf = size, new_leaf;
+		struct gpt_test gt;
+		int ret, cuts = 0;
+
+		if (iova + size - 1 > gpt_test_max_iova(c) ||
+		    pa + size - 1 >= (1ULL << (c->fmt == GPT_FMT_ARMV8 ? 48 : 52)))
+			continue;
+		gpt_test_setup(test, &gt);
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, iova, pa, size,
+					      IOMMU_READ | IOMMU_WRITE,
+					      GFP_KERNEL, NULL), 0);
+		gpt_test_expect_map(&gt, iova, pa, size, size);
+		KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, iova - 1, NULL, NULL,
+						 NULL), -ENOENT);
+		if (iova + size <= gpt_test_max_iova(c))
+			KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, iova + size,
+							 NULL, NULL, NULL),
+					-ENOENT);
+
+		/* Unmapping half of it must not happen */
+		if (size > gt.min) {
+			KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, iova,
+							     size / 2), 0);
+			KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, iova + gt.min,
+							     size - gt.min), 0);
+		}
+
+		/* Cut in the middle until the smallest page */
+		for (;;) {
+			u64 mid = iova + size / 2;
+
+			ret = gpt_cut(&gt.t, mid, GFP_KERNEL);
+			if (ret)
+				break;
+			cuts++;
+			KUNIT_ASSERT_EQ(test, gpt_lookup(&gt.t, mid, NULL,
+							 &new_leaf, NULL), 0);
+			KUNIT_EXPECT_LT(test, new_leaf, leaf);
+			leaf = new_leaf;
+			gpt_test_expect_map(&gt, iova, pa, size,
+					    gpt_lookup(&gt.t, iova, NULL,
+						       &new_leaf, NULL) ?
+					    0 : new_leaf);
+		}
+		if (leaf == gt.min)
+			KUNIT_EXPECT_EQ(test, ret, -EEXIST);
+		else
+			KUNIT_EXPECT_EQ(test, ret, -EOPNOTSUPP);
+
+		KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, iova, size), size);
+		KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, iova + size / 2, NULL,
+						 NULL, NULL), -ENOENT);
+		KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, iova, size), 0);
+		gpt_test_teardown(&gt);
+	}
+}
+
+/* Permission bits as the hardware reads them, decoded from the specs */
+static void gpt_test_decode_rw(const struct gpt_test_cfg *c, u64 pte,
+			       bool *r, bool *w)
+{
+	switch (c->fmt) {
+	case GPT_FMT_ARMV8:
+		if (c->arm.stage == 1) {
+			*r = true;
+			*w = !(pte & BIT_ULL(7)) ||
+			     ((c->arm.flags & GPT_ARMV8_DBM) &&
+			      (pte & BIT_ULL(51)));
+		} else {
+			*r = pte & BIT_ULL(6);
+			*w = pte & BIT_ULL(7);
+		}
+		return;
+	case GPT_FMT_AMDV1:
+		*r = pte & BIT_ULL(61);
+		*w = pte & BIT_ULL(62);
+		return;
+	case GPT_FMT_VTDSS:
+		*r = pte & BIT_ULL(0);
+		*w = pte & BIT_ULL(1);
+		return;
+	}
+}
+
+static void gpt_test_prot(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	struct gpt_test gt;
+	int prot;
+
+	gpt_test_setup(test, &gt);
+	for (prot = 0; prot < 64; prot++) {
+		u64 iova = gt.min * (prot + 16), *ptep;
+		bool r, w;
+		int ret;
+
+		ret = gpt_map(&gt.t, iova, iova, gt.min, prot, GFP_KERNEL,
+			      NULL);
+		if (!(prot & (IOMMU_READ | IOMMU_WRITE))) {
+			KUNIT_EXPECT_EQ(test, ret, -EINVAL);
+			continue;
+		}
+		KUNIT_ASSERT_EQ(test, ret, 0);
+		KUNIT_ASSERT_EQ(test, gpt_lookup(&gt.t, iova, NULL, NULL,
+						 &ptep), 0);
+		gpt_test_decode_rw(c, *ptep, &r, &w);
+		KUNIT_EXPECT_EQ(test, r, !!(prot & IOMMU_READ) ||
+				(c->fmt == GPT_FMT_ARMV8 && c->arm.stage == 1));
+		KUNIT_EXPECT_EQ(test, w, !!(prot & IOMMU_WRITE));
+		if (c->fmt == GPT_FMT_ARMV8) {
+			/* AF always; XN exactly for NOEXEC */
+			KUNIT_EXPECT_TRUE(test, *ptep & BIT_ULL(10));
+			KUNIT_EXPECT_EQ(test, !!(*ptep & GENMASK_ULL(54, 53)),
+					!!(prot & IOMMU_NOEXEC));
+			if (c->arm.stage == 1)
+				KUNIT_EXPECT_EQ(test, !(*ptep & BIT_ULL(6)),
+						!!(prot & IOMMU_PRIV));
+		}
+		if (c->fmt == GPT_FMT_VTDSS)
+			KUNIT_EXPECT_EQ(test, !!(*ptep & BIT_ULL(11)),
+					!!(c->vtd.flags & GPT_VTDSS_SNP));
+		if (c->fmt == GPT_FMT_AMDV1)
+			KUNIT_EXPECT_EQ(test, *ptep & (BIT_ULL(0) | BIT_ULL(60)),
+					BIT_ULL(0) | BIT_ULL(60));
+	}
+	gpt_test_teardown(&gt);
+}
+
+static void gpt_test_bad_input(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	struct gpt_test gt;
+	u64 m, big = 0;
+	size_t mapped;
+
+	gpt_test_setup(test, &gt);
+	m = gt.min;
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, m / 2, 0, m, rw, GFP_KERNEL,
+				      NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 0, m / 2, m, rw, GFP_KERNEL,
+				      NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 0, 0, m / 2, rw, GFP_KERNEL,
+				      NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 0, 0, 0, rw, GFP_KERNEL, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 0, 0, m, 0, GFP_KERNEL, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, -m, 0, 2 * m, rw, GFP_KERNEL,
+				      NULL), -ERANGE);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 0, 1ULL << 52, m, rw, GFP_KERNEL,
+				      NULL), -ERANGE);
+	if (c->fmt != GPT_FMT_AMDV1) {
+		KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 1ULL << c->ias, 0, m, rw,
+					      GFP_KERNEL, NULL), -ERANGE);
+		KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, 1ULL << c->ias, NULL,
+						 NULL, NULL), -ERANGE);
+		KUNIT_EXPECT_EQ(test, gpt_cut(&gt.t, 1ULL << c->ias,
+					      GFP_KERNEL), -ERANGE);
+	}
+	KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, 0, m), 0);
+	KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, m / 2, m), 0);
+	KUNIT_EXPECT_EQ(test, gpt_unmap(&gt.t, 0, m, NULL), 0);
+	KUNIT_EXPECT_EQ(test, gpt_cut(&gt.t, 0, GFP_KERNEL), -ENOENT);
+
+	/* Overlap: the part before the conflict is mapped and reported */
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, 4 * m, 0, m, rw, GFP_KERNEL,
+				      NULL), 0);
+	mapped = 0;
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 2 * m, 0, 4 * m, rw, GFP_KERNEL,
+				      &mapped), -EADDRINUSE);
+	KUNIT_EXPECT_EQ(test, mapped, 2 * m);
+	KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, 2 * m, mapped), 2 * m);
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, 4 * m, 0, m, rw, GFP_KERNEL,
+				      NULL), -EADDRINUSE);
+	KUNIT_EXPECT_EQ(test, gpt_cut(&gt.t, 4 * m, GFP_KERNEL), -EEXIST);
+
+	/* A large page over small ones and small ones inside a large one */
+	for (m = gt.min << 1; m && !(gt.t.pgsize_bitmap & m); m <<= 1)
+		;
+	if (m && m <= SZ_1G) {
+		u64 base = m * 8;
+
+		big = m;
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, base + gt.min, 0, gt.min,
+					      rw, GFP_KERNEL, NULL), 0);
+		mapped = 0;
+		KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, base, 0, big, rw,
+					      GFP_KERNEL, &mapped),
+				-EADDRINUSE);
+		if (mapped)
+			KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, base, mapped),
+					mapped);
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, base + big, 0, big, rw,
+					      GFP_KERNEL, NULL), 0);
+		KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, base + big + gt.min, 0,
+					      gt.min, rw, GFP_KERNEL, NULL),
+				-EADDRINUSE);
+		/* Small pages then a partly covered large page: stop there */
+		KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, base,
+						     big + gt.min), big);
+		KUNIT_EXPECT_EQ(test, gpt_iova_to_phys(&gt.t,
+						       base + big + gt.min),
+				gt.min);
+	}
+
+	if (c->fmt == GPT_FMT_ARMV8 && !(c->arm.flags & GPT_ARMV8_DBM)) {
+		struct iommu_dirty_bitmap d = {};
+
+		KUNIT_EXPECT_EQ(test, gpt_read_and_clear_dirty(&gt.t, 0, m, 0,
+							       &d),
+				-EOPNOTSUPP);
+	}
+	gpt_test_teardown(&gt);
+}
+
+static void gpt_test_bad_cfg(struct kunit *test)
+{
+	struct gpt_armv8_cfg arm = { .granule = SZ_4K, .stage = 1, .ias = 48,
+				     .oas = 48 };
+	struct gpt_vtdss_cfg vtd = { .levels = 4 };
+	struct gpt_amdv1_cfg amd = { .levels = 3 };
+	struct gpt_table t;
+
+	arm.granule = SZ_8K;
+	KUNIT_EXPECT_EQ(test, gpt_armv8_init(&t, &arm, GFP_KERNEL), -EINVAL);
+	arm.granule = SZ_4K;
+	arm.stage = 3;
+	KUNIT_EXPECT_EQ(test, gpt_armv8_init(&t, &arm, GFP_KERNEL), -EINVAL);
+	arm.stage = 1;
+	arm.ias = 49;
+	KUNIT_EXPECT_EQ(test, gpt_armv8_init(&t, &arm, GFP_KERNEL), -EINVAL);
+	arm.ias = 48;
+	arm.oas = 52;
+	KUNIT_EXPECT_EQ(test, gpt_armv8_init(&t, &arm, GFP_KERNEL), -EINVAL);
+	arm.oas = 48;
+	arm.flags = BIT(7);
+	KUNIT_EXPECT_EQ(test, gpt_armv8_init(&t, &arm, GFP_KERNEL), -EINVAL);
+	vtd.levels = 2;
+	KUNIT_EXPECT_EQ(test, gpt_vtdss_init(&t, &vtd, GFP_KERNEL), -EINVAL);
+	vtd.levels = 6;
+	KUNIT_EXPECT_EQ(test, gpt_vtdss_init(&t, &vtd, GFP_KERNEL), -EINVAL);
+	amd.levels = 0;
+	KUNIT_EXPECT_EQ(test, gpt_amdv1_init(&t, &amd, GFP_KERNEL), -EINVAL);
+	amd.levels = 7;
+	KUNIT_EXPECT_EQ(test, gpt_amdv1_init(&t, &amd, GFP_KERNEL), -EINVAL);
+}
+
+/* AMD v1: the top level follows the highest address mapped */
+static void gpt_test_grow(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	unsigned int lvl, start;
+	struct gpt_test gt;
+
+	if (c->fmt != GPT_FMT_AMDV1)
+		kunit_skip(test, "only AMD v1 grows");
+	atomic_set(&gpt_top_changes, 0);
+	gpt_test_setup(test, &gt);
+	start = gpt_top_level(&gt.t);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, SZ_4K, SZ_4K, SZ_4K, rw,
+				      GFP_KERNEL, NULL), 0);
+	KUNIT_EXPECT_EQ(test, gpt_top_level(&gt.t), start);
+	for (lvl = 1; lvl <= 5; lvl++) {
+		u64 iova = 1ULL << (12 + 9 * lvl);
+
+		/* Not mapped yet, but within what the table may grow to */
+		if (lvl > gpt_top_level(&gt.t))
+			KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, iova, NULL,
+							 NULL, NULL), -ENOENT);
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, iova, SZ_8K, SZ_4K, rw,
+					      GFP_KERNEL, NULL), 0);
+		KUNIT_EXPECT_EQ(test, gpt_top_level(&gt.t), max(lvl, start));
+		KUNIT_EXPECT_EQ(test, gpt_iova_to_phys(&gt.t, iova), SZ_8K);
+		KUNIT_EXPECT_EQ(test, gpt_iova_to_phys(&gt.t, SZ_4K), SZ_4K);
+	}
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, 0xfffffffffffff000ULL, SZ_16K,
+				      SZ_4K, rw, GFP_KERNEL, NULL), 0);
+	KUNIT_EXPECT_EQ(test, gpt_top_level(&gt.t), 5U);
+	KUNIT_EXPECT_EQ(test, gpt_iova_to_phys(&gt.t, U64_MAX), SZ_16K + 0xfff);
+	KUNIT_EXPECT_EQ(test, atomic_read(&gpt_top_changes), 5 - (int)start);
+	KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, 0xfffffffffffff000ULL,
+					     SZ_4K), SZ_4K);
+	gpt_test_teardown(&gt);
+}
+
+/* Make @pte dirty the way the IOMMU would */
+static void gpt_test_set_dirty(const struct gpt_test_cfg *c, u64 *ptep)
+{
+	switch (c->fmt) {
+	case GPT_FMT_ARMV8:
+		if (c->arm.stage == 1)
+			*ptep &= ~BIT_ULL(7);
+		else
+			*ptep |= BIT_ULL(7);
+		return;
+	case GPT_FMT_AMDV1:
+		*ptep |= BIT_ULL(6);
+		return;
+	case GPT_FMT_VTDSS:
+		*ptep |= BIT_ULL(9);
+		return;
+	}
+}
+
+static unsigned long gpt_test_read_dirty(struct gpt_test *gt, u64 iova,
+					 u64 len, unsigned long flags,
+					 unsigned long *end)
+{
+	struct iommu_iotlb_gather g;
+	struct iommu_dirty_bitmap d;
+
+	iommu_iotlb_gather_init(&g);
+	iommu_dirty_bitmap_init(&d, NULL, &g);
+	KUNIT_EXPECT_EQ(gt->test, gpt_read_and_clear_dirty(&gt->t, iova, len,
+							   flags, &d), 0);
+	*end = g.end;
+	return g.start;
+}
+
+static void gpt_test_dirty(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	unsigned long start, end;
+	struct gpt_test gt;
+	u64 m, base, *ptep;
+	int i;
+
+	if (c->fmt == GPT_FMT_ARMV8 && !(c->arm.flags & GPT_ARMV8_DBM))
+		kunit_skip(test, "no DBM");
+	gpt_test_setup(test, &gt);
+	m = gt.min;
+	base = 64 * m;
+	/* 16 single pages: the pa alignment rules out anything larger */
+	for (i = 0; i < 16; i++)
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, base + i * m,
+					      (2 * i + 1) * m, m, rw,
+					      GFP_KERNEL, NULL), 0);
+	/* Start clean (ARM DBM leaves start writable, i.e. dirty) */
+	gpt_test_read_dirty(&gt, base, 16 * m, 0, &end);
+	start = gpt_test_read_dirty(&gt, base, 16 * m, 0, &end);
+	KUNIT_EXPECT_EQ(test, start, ULONG_MAX);
+
+	KUNIT_ASSERT_EQ(test, gpt_lookup(&gt.t, base + 3 * m, NULL, NULL,
+					 &ptep), 0);
+	gpt_test_set_dirty(c, ptep);
+	start = gpt_test_read_dirty(&gt, base, 16 * m, IOMMU_DIRTY_NO_CLEAR,
+				    &end);
+	KUNIT_EXPECT_EQ(test, start, base + 3 * m);
+	KUNIT_EXPECT_EQ(test, end, base + 4 * m - 1);
+	start = gpt_test_read_dirty(&gt, base, 16 * m, 0, &end);
+	KUNIT_EXPECT_EQ(test, start, base + 3 * m);
+	start = gpt_test_read_dirty(&gt, base, 16 * m, 0, &end);
+	KUNIT_EXPECT_EQ(test, start, ULONG_MAX);
+	/* Still translating and writable after cleaning */
+	KUNIT_EXPECT_EQ(test, gpt_iova_to_phys(&gt.t, base + 3 * m), 7 * m);
+
+	/* A run of entries: marking its last entry reports the whole page */
+	if (c->fmt == GPT_FMT_AMDV1 ||
+	    (c->fmt == GPT_FMT_ARMV8 && (c->arm.flags & GPT_ARMV8_CONTIG))) {
+		u64 big = 1ULL << __ffs64(gt.t.pgsize_bitmap & ~m);
+		u64 iova = big * 256, leaf;
+
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, iova, big, big, rw,
+					      GFP_KERNEL, NULL), 0);
+		gpt_test_read_dirty(&gt, iova, big, 0, &end);
+		KUNIT_ASSERT_EQ(test, gpt_lookup(&gt.t, iova + big - m, NULL,
+						 &leaf, &ptep), 0);
+		KUNIT_EXPECT_EQ(test, leaf, big);
+		gpt_test_set_dirty(c, ptep);
+		start = gpt_test_read_dirty(&gt, iova + m, m, 0, &end);
+		KUNIT_EXPECT_EQ(test, start, iova);
+		KUNIT_EXPECT_EQ(test, end, iova + big - 1);
+		start = gpt_test_read_dirty(&gt, iova, big, 0, &end);
+		KUNIT_EXPECT_EQ(test, start, ULONG_MAX);
+	}
+	gpt_test_teardown(&gt);
+}
+
+/* The iommu core path: iommu_map()/iommu_unmap() on the generated ops */
+struct gpt_test_domain {
+	struct iommu_domain domain;
+	struct gpt_table pt;
+};
+
+static struct gpt_table *gpt_test_to_pt(struct iommu_domain *d)
+{
+	return &container_of(d, struct gpt_test_domain, domain)->pt;
+}
+
+GPT_IOMMU_DEFINE_OPS(gpt_test, gpt_test_to_pt);
+
+static void gpt_test_iotlb_sync(struct iommu_domain *domain,
+				struct iommu_iotlb_gather *gather)
+{
+	iommu_put_pages_list(&gather->freelist);
+}
+
+static const struct iommu_domain_ops gpt_test_domain_ops = {
+	GPT_IOMMU_DOMAIN_OPS(gpt_test),
+	.iotlb_sync = gpt_test_iotlb_sync,
+};
+
+static void gpt_test_iommu_glue(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	struct gpt_test_domain *d;
+	u64 m;
+
+	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	KUNIT_ASSERT_EQ(test, gpt_test_init(c, &d->pt), 0);
+	d->domain.type = IOMMU_DOMAIN_UNMANAGED;
+	d->domain.ops = &gpt_test_domain_ops;
+	d->domain.pgsize_bitmap = d->pt.pgsize_bitmap;
+	m = 1ULL << __ffs64(d->pt.pgsize_bitmap);
+
+	KUNIT_ASSERT_EQ(test, iommu_map(&d->domain, 0x40000000UL, 0x80000000UL,
+					SZ_4M, rw, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain,
+						 0x40000000UL + SZ_2M + 8),
+			0x80000000UL + SZ_2M + 8);
+	KUNIT_EXPECT_EQ(test, iommu_map(&d->domain, 0x40000000UL + SZ_1M, 0,
+					m, rw, GFP_KERNEL), -EADDRINUSE);
+	KUNIT_EXPECT_EQ(test, iommu_unmap(&d->domain, 0x40000000UL, SZ_4M),
+			SZ_4M);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain, 0x40000000UL), 0);
+	gpt_deinit(&d->pt);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&d->pt.nr_tables), 0);
+}
+
+/*
+ * Seeded random map/unmap/cut against a page-granular model of a window
+ * of the address space; the touched range is compared after every step.
+ */
+#define GPT_RAND_OPS		100000
+#define GPT_RAND_PAGES		4096
+#define GPT_MODEL_MAPPED	BIT_ULL(0)
+
+struct gpt_rand {
+	struct gpt_test gt;
+	u64 *model;		/* pa | GPT_MODEL_MAPPED per small page */
+	u64 state;
+	u64 sizes;		/* page sizes that fit the window */
+	unsigned long failures;
+};
+
+static u64 gpt_rand_next(struct gpt_rand *r)
+{
+	/* xorshift64*: reproducible on every architecture */
+	r->state ^= r->state >> 12;
+	r->state ^= r->state << 25;
+	r->state ^= r->state >> 27;
+	return r->state * 0x2545f4914f6cdd1dULL;
+}
+
+static u64 gpt_rand_below(struct gpt_rand *r, u64 n)
+{
+	return gpt_rand_next(r) % n;
+}
+
+/* A random page size from those that fit the window, small ones likelier */
+static u64 gpt_rand_size(struct gpt_rand *r)
+{
+	unsigned long sizes = r->sizes;
+	unsigned int n = hweight64(sizes), pick, bit, i = 0;
+
+	pick = gpt_rand_below(r, 4) ? 0 : gpt_rand_below(r, n);
+	for_each_set_bit(bit, &sizes, 64)
+		if (i++ == pick)
+			return 1ULL << bit;
+	return r->gt.min;
+}
+
+static bool gpt_rand_check(struct gpt_rand *r, u64 first, u64 npages,
+			   unsigned long op)
+{
+	struct kunit *test = r->gt.test;
+	u64 m = r->gt.min, i;
+
+	for (i = first; i < first + npages && i < GPT_RAND_PAGES; i++) {
+		phys_addr_t pa;
+		int ret = gpt_lookup(&r->gt.t, i * m, &pa, NULL, NULL);
+		u64 want = r->model[i];
+
+		if (want & GPT_MODEL_MAPPED ?
+		    (ret || pa != (want & ~GPT_MODEL_MAPPED)) : ret != -ENOENT) {
+			KUNIT_FAIL(test,
+				   "op %lu: page %llu model %llx got %d/%llx\n",
+				   op, i, want, ret, (u64)pa);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool gpt_rand_any_mapped(struct gpt_rand *r, u64 first, u64 n)
+{
+	u64 i;
+
+	for (i = first; i < first + n; i++)
+		if (r->model[i] & GPT_MODEL_MAPPED)
+			return true;
+	return false;
+}
+
+static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
+{
+	struct kunit *test = r->gt.test;
+	struct gpt_table *t = &r->gt.t;
+	u64 m = r->gt.min, size, first, n, i, len, leaf;
+	unsigned int kind = gpt_rand_below(r, 10);
+	int rw = IOMMU_READ | IOMMU_WRITE;
+
+	size = gpt_rand_size(r);
+	n = size / m * (1 + gpt_rand_below(r, size == m ? 64 : 2));
+	if (n > GPT_RAND_PAGES)
+		n = size / m;
+	first = gpt_rand_below(r, GPT_RAND_PAGES - n + 1);
+	first &= ~(size / m - 1);
+	len = n * m;
+
+	if (kind < 5) {
+		/* Map, pa aligned like the iova half of the time */
+		u64 pa = gpt_rand_below(r, SZ_1G / size) * size;
+		size_t mapped = 0;
+		int ret;
+
+		if (gpt_rand_below(r, 2))
+			pa += gpt_rand_below(r, size / m) * m;
+		ret = gpt_map(t, first * m, pa, len, rw, GFP_KERNEL, &mapped);
+		if (gpt_rand_any_mapped(r, first, n)) {
+			KUNIT_EXPECT_EQ(test, ret, -EADDRINUSE);
+			if (mapped)
+				KUNIT_EXPECT_EQ(test, gpt_test_unmap(&r->gt,
+								     first * m,
+								     mapped),
+						mapped);
+		} else {
+			KUNIT_EXPECT_EQ(test, ret, 0);
+			KUNIT_EXPECT_EQ(test, mapped, len);
+			for (i = 0; i < n; i++)
+				r->model[first + i] = (pa + i * m) |
+						      GPT_MODEL_MAPPED;
+		}
+		return gpt_rand_check(r, first, n, op);
+	}
+	if (kind < 9) {
+		size_t done = gpt_test_unmap(&r->gt, first * m, len);
+		bool any = gpt_rand_any_mapped(r, first, n);
+		u64 q = first * m + done;
+		phys_addr_t pa;
+
+		KUNIT_EXPECT_LE(test, done, len);
+		KUNIT_EXPECT_EQ(test, done % m, 0);
+		if (!any)
+			KUNIT_EXPECT_EQ(test, done, 0);
+		for (i = 0; i < done / m; i++)
+			r->model[first + i] = 0;
+		if (any && done < len) {
+			/* Stopped at a large page that crosses the range */
+			u64 start;
+
+			for (i = done / m; i < n; i++)
+				if (r->model[first + i] & GPT_MODEL_MAPPED)
+					break;
+			q = (first + i) * m;
+			if (i == n || gpt_lookup(t, q, &pa, &leaf, NULL)) {
+				KUNIT_FAIL(test, "op %lu: unmap stopped at hole\n",
+					   op);
+				return false;
+			}
+			start = q & ~(leaf - 1);
+			KUNIT_EXPECT_TRUE(test, start < first * m ||
+					  start + leaf > first * m + len);
+		}
+		return gpt_rand_check(r, first, n, op);
+	}
+
+	/* Cut the page under a random address */
+	i = gpt_rand_below(r, GPT_RAND_PAGES);
+	if (!(r->model[i] & GPT_MODEL_MAPPED)) {
+		KUNIT_EXPECT_EQ(test, gpt_cut(t, i * m, GFP_KERNEL), -ENOENT);
+		return true;
+	} else {
+		u64 after;
+		int ret;
+
+		KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &leaf, NULL),
+				0);
+		ret = gpt_cut(t, i * m, GFP_KERNEL);
+		KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &after, NULL),
+				0);
+		if (leaf == m)
+			KUNIT_EXPECT_EQ(test, ret, -EEXIST);
+		else if (!ret)
+			KUNIT_EXPECT_LT(test, after, leaf);
+		first = (i * m & ~(leaf - 1)) / m;
+		return gpt_rand_check(r, first, leaf / m, op);
+	}
+}
+
+static void gpt_test_random(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	unsigned long op;
+	struct gpt_rand *r;
+	u64 window;
+
+	r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->model = vzalloc(GPT_RAND_PAGES * sizeof(*r->model));
+	KUNIT_ASSERT_NOT_NULL(test, r->model);
+	gpt_test_setup(test, &r->gt);
+	r->state = 0x9e3779b97f4a7c15ULL ^ c->fmt;
+	window = r->gt.min * GPT_RAND_PAGES;
+	r->sizes = r->gt.t.pgsize_bitmap & (window / 4 * 2 - 1);
+
+	for (op = 0; op < GPT_RAND_OPS; op++) {
+		if (!gpt_rand_step(r, op))
+			break;
+		if (!(op % 10000) && !gpt_rand_check(r, 0, GPT_RAND_PAGES, op))
+			break;
+	}
+	KUNIT_EXPECT_EQ(test, op, GPT_RAND_OPS);
+	gpt_rand_check(r, 0, GPT_RAND_PAGES, op);
+	kunit_info(test, "%lu ops, seed %llx, %ld tables live\n", op,
+		   0x9e3779b97f4a7c15ULL ^ c->fmt,
+		   atomic_long_read(&r->gt.t.nr_tables));
+	/* Everything in the window goes, large pages lie wholly inside */
+	gpt_test_unmap(&r->gt, 0, window);
+	memset(r->model, 0, GPT_RAND_PAGES * sizeof(*r->model));
+	gpt_rand_check(r, 0, GPT_RAND_PAGES, op);
+	gpt_test_teardown(&r->gt);
+	vfree(r->model);
+}
+
+static struct kunit_case gpt_test_cases[] = {
+	KUNIT_CASE_PARAM(gpt_test_init_deinit, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_every_size, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_prot, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_bad_input, gpt_cfgs_gen_params),
+	KUNIT_CASE(gpt_test_bad_cfg),
+	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_dirty, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_iommu_glue, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM_ATTR(gpt_test_random, gpt_cfgs_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
+	{}
+};
+
+static struct kunit_suite gpt_test_suite = {
+	.name = "generic_pt",
+	.test_cases = gpt_test_cases,
+};
+
+kunit_test_suites(&gpt_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for the generic IOMMU page table library");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Generic IOMMU page table library: helpers shared by every format instance.
+ * Not for use outside drivers/iommu/generic_pt.
+ */
+#ifndef __GENERIC_PT_GPT_PRIV_H
+#define __GENERIC_PT_GPT_PRIV_H
+
+#include <linux/bitfield.h>
+#include <linux/bitops.h>
+#include <linux/generic_pt/gpt.h>
+#include <linux/mm.h>
+
+#include "../iommu-pages.h"
+
+/*
+ * Table pages larger than PAGE_SIZE (16K/64K ARM granules on a 4K kernel)
+ * are allocated compound so that put_page() from iommu_put_pages_list()
+ * releases all of them.
+ */
+static inline u64 *gpt_alloc_table(struct gpt_table *t, unsigned int order,
+				   gfp_t gfp)
+{
+	u64 *table;
+
+	if (order)
+		gfp |= __GFP_COMP;
+	table = iommu_alloc_pages_node(t->nid, gfp, order);
+	if (table)
+		atomic_long_inc(&t->nr_tables);
+	return table;
+}
+
+static inline void gpt_free_table(struct gpt_table *t, u64 *table,
+				  unsigned int order)
+{
+	atomic_long_dec(&t->nr_tables);
+	iommu_free_pages(table, order);
+}
+
+/* Queue a table for release after the IOTLB flush that the caller owes. */
+static inline void gpt_gather_table(struct gpt_table *t, u64 *table,
+				    struct iommu_iotlb_gather *gather)
+{
+	atomic_long_dec(&t->nr_tables);
+	list_add_tail(&virt_to_page(table)->lru, &gather->freelist);
+}
+
+static inline u64 *gpt_top_table(unsigned long top)
+{
+	return (u64 *)(top & ~GPT_TOP_LEVEL_MASK);
+}
+
+static inline unsigned int gpt_top_lvl(unsigned long top)
+{
+	return top & GPT_TOP_LEVEL_MASK;
+}
+
+/* Walk state of one operation, shared by every format instance */
+struct gpt_map_state {
+	struct gpt_table *t;
+	u64 iova;
+	u64 left;		/* bytes still to map, minus one */
+	phys_addr_t pa;
+	u64 attr;
+	gfp_t gfp;
+	bool done;
+};
+
+struct gpt_unmap_state {
+	struct gpt_table *t;
+	u64 iova;
+	u64 left;		/* bytes still to unmap, minus one */
+	struct iommu_iotlb_gather *gather;
+	bool cleared;
+	bool done;		/* range finished or stopped at a large page */
+};
+
+struct gpt_dirty_state {
+	struct gpt_table *t;
+	u64 iova;
+	u64 left;
+	unsigned long flags;
+	struct iommu_dirty_bitmap *dirty;
+};
+
+#endif /* __GENERIC_PT_GPT_PRIV_H */

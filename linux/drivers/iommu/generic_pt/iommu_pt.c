@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Generic IOMMU page table library: iommu_domain_ops callbacks.
+ *
+ * The iommu core hands out (pgsize, pgcount) pairs; the library picks page
+ * sizes itself from the alignment of the whole range, so the pair is only
+ * turned into a length here.
+ */
+#include <linux/export.h>
+#include <linux/generic_pt/iommu.h>
+#include <linux/overflow.h>
+
+/**
+ * gpt_iommu_map_pages() - iommu_domain_ops.map_pages on a generic table
+ * @t: the domain's table
+ * @iova: first input address
+ * @paddr: first output address
+ * @pgsize: page size the iommu core chose
+ * @pgcount: number of such pages
+ * @prot: IOMMU_* protection flags
+ * @gfp: allocation flags for new tables
+ * @mapped: incremented by the bytes mapped, also on error
+ *
+ * Called by the iommu core (or a driver) under its rules: no concurrent call
+ * on an overlapping range.
+ *
+ * Return: see gpt_map().
+ */
+int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
+			phys_addr_t paddr, size_t pgsize, size_t pgcount,
+			int prot, gfp_t gfp, size_t *mapped)
+{
+	size_t len;
+
+	if (check_mul_overflow(pgsize, pgcount, &len))
+		return -EINVAL;
+	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
+}
+EXPORT_SYMBOL_GPL(gpt_iommu_map_pages);
+
+/**
+ * gpt_iommu_unmap_pages() - iommu_domain_ops.unmap_pages on a generic table
+ * @t: the domain's table
+ * @iova: first input address
+ * @pgsize: page size
+ * @pgcount: number of pages
+ * @gather: collects the range to flush and the tables to free
+ *
+ * Same locking as gpt_iommu_map_pages().
+ *
+ * Return: see gpt_unmap().
+ */
+size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
+			     size_t pgsize, size_t pgcount,
+			     struct iommu_iotlb_gather *gather)
+{
+	size_t len;
+
+	if (check_mul_overflow(pgsize, pgcount, &len))
+		return 0;
+	return gpt_unmap(t, iova, len, gather);
+}
+EXPORT_SYMBOL_GPL(gpt_iommu_unmap_pages);
+
+/**
+ * gpt_iommu_iova_to_phys() - iommu_domain_ops.iova_to_phys
+ * @t: the domain's table
+ * @iova: input address
+ *
+ * Lock-free.
+ *
+ * Return: the output address, or 0 when not mapped.
+ */
+phys_addr_t gpt_iommu_iova_to_phys(struct gpt_table *t, dma_addr_t iova)
+{
+	return gpt_iova_to_phys(t, iova);
+}
+EXPORT_SYMBOL_GPL(gpt_iommu_iova_to_phys);
+
+/**
+ * gpt_iommu_read_and_clear_dirty() - iommu_dirty_ops.read_and_clear_dirty
+ * @t: the domain's table
+ * @iova: first input address
+ * @size: length in bytes
+ * @flags: IOMMU_DIRTY_NO_CLEAR or 0
+ * @dirty: receives the dirty ranges
+ *
+ * The caller serialises against map and unmap of the range.
+ *
+ * Return: see gpt_read_and_clear_dirty().
+ */
+int gpt_iommu_read_and_clear_dirty(struct gpt_table *t, unsigned long iova,
+				   size_t size, unsigned long flags,
+				   struct iommu_dirty_bitmap *dirty)
+{
+	return gpt_read_and_clear_dirty(t, iova, size, flags, dirty);
+}
+EXPORT_SYMBOL_GPL(gpt_iommu_read_and_clear_dirty);

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Generic IOMMU page table library: the algorithms.
+ *
+ * This header is included once by each format file after the format has
+ * defined PTF_PREFIX and the ptf_*() accessors listed below.  Every function
+ * here is instantiated for that format only, so the accessors inline into
+ * the loops and no entry is ever touched through an indirect call.
+ *
+ * Vocabulary: a table holds 2^bits entries; level 0 holds the smallest
+ * pages and the top table has the highest level.  An entry is empty, a
+ * pointer to a table one level down, or a leaf.  A leaf may be one of a
+ * "run" of 2^k entries that together map one larger page (the ARM
+ * contiguous hint, the AMD v1 replicated page size encoding).
+ *
+ * The format provides, all static inline:
+ *  ptf_shift(t, lvl)         log2 of the bytes one entry at @lvl spans
+ *  ptf_bits(t, lvl, top)     index bits of a table at @lvl (@top: the root)
+ *  ptf_order(t, lvl, top)    page order of a table at @lvl
+ *  ptf_runs(t, lvl)          bit k set if a leaf run of 2^k entries is allowed
+ *  ptf_present(pte)          entry is valid
+ *  ptf_is_table(t, pte, lvl) a valid entry at @lvl points to a table
+ *  ptf_table_va(t, pte)      virtual address of that table
+ *  ptf_mk_table(t, pa, lvl)  entry at @lvl pointing to a table at @lvl - 1
+ *  ptf_run_log2(t, pte, lvl) k of the run a valid leaf belongs to
+ *  ptf_leaf_pa(t, pte, lvl, size) output address of the page, size aligned
+ *  ptf_leaf_attr(t, pte)     everything but address and size encoding
+ *  ptf_mk_leaf(t, pa, lvl, k, attr) first entry of a run of 2^k
+ *  ptf_run_step(t, lvl)      added to each next entry of a run
+ *  ptf_prot(t, prot, &attr)  iommu prot flags to leaf attributes
+ *  ptf_dirty_ok(t), ptf_dirty(t, pte), ptf_clean(t, pte)
+ */
+#include "gpt_priv.h"
+
+#define PT__CAT(a, b) a##_##b
+#define PT_CAT(a, b) PT__CAT(a, b)
+#define PTN(name) PT_CAT(PTF_PREFIX, name)
+
+/* Input address bits a table with its top at @lvl translates */
+static inline unsigned int PTN(reach)(const struct gpt_table *t,
+				      unsigned int lvl)
+{
+	return ptf_shift(t, lvl) + ptf_bits(t, lvl, true);
+}
+
+static inline unsigned int PTN(index)(const struct gpt_table *t, u64 iova,
+				      unsigned int lvl, unsigned int bits)
+{
+	return (iova >> ptf_shift(t, lvl)) & ((1ULL << bits) - 1);
+}
+
+/*
+ * Largest allowed run at @lvl whose page size divides the alignment of
+ * @align (iova | pa) and fits in @left + 1 bytes; -1 if none.
+ */
+static inline int PTN(pick_run)(unsigned int runs, u64 align, u64 left,
+				unsigned int shift)
+{
+	unsigned int max_log2 = align ? __ffs64(align) : 63;
+	unsigned int len_log2 = left == U64_MAX ? 63 : fls64(left + 1) - 1;
+
+	max_log2 = min(max_log2, len_log2);
+	if (max_log2 < shift)
+		return -1;
+	max_log2 -= shift;
+	if (max_log2 < 31)
+		runs &= (2U << max_log2) - 1;
+	return runs ? fls(runs) - 1 : -1;
+}
+
+static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
+			  unsigned int lvl, unsigned int bits)
+{
+	struct gpt_table *t = s->t;
+	unsigned int shift = ptf_shift(t, lvl);
+	unsigned int runs = ptf_runs(t, lvl);
+	unsigned int nents = 1U << bits;
+	unsigned int idx = PTN(index)(t, s->iova, lvl, bits);
+	u64 span = 1ULL << shift;
+	int ret;
+
+	while (idx < nents) {
+		u64 *ptep = &table[idx];
+		u64 pte;
+		int k = -1;
+
+		if (runs)
+			k = PTN(pick_run)(runs, s->iova | s->pa, s->left, shift);
+
+		if (k == 0) {
+			/*
+			 * The common case of many single entries in a row:
+			 * fill until the table, the range or an occupied
+			 * entry ends it, without looking at alignment again.
+			 */
+			u64 n = min_t(u64, nents - idx, (s->left >> shift) + 1);
+			u64 v = ptf_mk_leaf(t, s->pa, lvl, 0, s->attr);
+			u64 i;
+
+			/*
+			 * A run may fit from the next boundary of the
+			 * smallest run size on: stop there and look again.
+			 */
+			if (runs > 1) {
+				unsigned int rk = __ffs(runs & ~1U);
+
+				n = min_t(u64, n, (1U << rk) -
+					  (idx & ((1U << rk) - 1)));
+			}
+			for (i = 0; i < n; i++) {
+				if (ptf_present(READ_ONCE(ptep[i])))
+					break;
+				WRITE_ONCE(ptep[i], v);
+				v += span;
+			}
+			if (i) {
+				idx += i;
+				s->iova += i << shift;
+				s->pa += i << shift;
+				if (s->left < (i << shift)) {
+					s->done = true;
+					return 0;
+				}
+				s->left -= i << shift;
+				continue;
+			}
+		} else if (k > 0) {
+			unsigned int n = 1U << k, i;
+			u64 step = ptf_run_step(t, lvl);
+			u64 v;
+
+			for (i = 0; i < n; i++)
+				if (ptf_present(READ_ONCE(ptep[i])))
+					break;
+			if (i == n) {
+				v = ptf_mk_leaf(t, s->pa, lvl, k, s->attr);
+				for (i = 0; i < n; i++) {
+					WRITE_ONCE(ptep[i], v);
+					v += step;
+				}
+				idx += n;
+				s->iova += span << k;
+				s->pa += span << k;
+				if (s->left < (span << k)) {
+					s->done = true;
+					return 0;
+				}
+				s->left -= span << k;
+				continue;
+			}
+			/* Something is in the way: a single entry may still fit */
+			if (!ptf_present(READ_ONCE(ptep[0])) && (runs & 1)) {
+				WRITE_ONCE(ptep[0],
+					   ptf_mk_leaf(t, s->pa, lvl, 0, s->attr));
+				idx++;
+				s->iova += span;
+				s->pa += span;
+				if (s->left < span) {
+					s->done = true;
+					return 0;
+				}
+				s->left -= span;
+				continue;
+			}
+		}
+
+		/* Descend, installing a table if there is none */
+		if (!lvl)
+			return -EADDRINUSE;
+		pte = READ_ONCE(*ptep);
+		if (!ptf_present(pte)) {
+			u64 *new = gpt_alloc_table(t, ptf_order(t, lvl - 1, false),
+						   s->gfp);
+			u64 newpte, old;
+
+			if (!new)
+				return -ENOMEM;
+			newpte = ptf_mk_table(t, virt_to_phys(new), lvl);
+			/* Fully ordered: the zeroed table is visible first */
+			old = cmpxchg64(ptep, pte, newpte);
+			if (old == pte) {
+				pte = newpte;
+			} else {
+				/* A concurrent map of a neighbour won */
+				gpt_free_table(t, new, ptf_order(t, lvl - 1, false));
+				pte = old;
+			}
+		}
+		if (!ptf_is_table(t, pte, lvl))
+			return -EADDRINUSE;
+		ret = PTN(map_level)(s, ptf_table_va(t, pte), lvl - 1,
+				     ptf_bits(t, lvl - 1, false));
+		if (ret || s->done)
+			return ret;
+		idx++;
+	}
+	return 0;
+}
+
+/*
+ * Make the table tall enough for @last.  The new top is built privately and
+ * published with one cmpxchg of the packed root|level word, so a concurrent
+ * walker sees either the old or the new table, both complete.
+ */
+static int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
+{
+	unsigned long top = READ_ONCE(t->top);
+
+	while (PTN(reach)(t, gpt_top_lvl(top)) < 64 &&
+	       (last >> PTN(reach)(t, gpt_top_lvl(top)))) {
+		unsigned int lvl = gpt_top_lvl(top) + 1;
+		unsigned int order = ptf_order(t, lvl, true);
+		unsigned long old;
+		u64 *new;
+
+		if (lvl > t->max_level)
+			return -ERANGE;
+		new = gpt_alloc_table(t, order, gfp);
+		if (!new)
+			return -ENOMEM;
+		new[0] = ptf_mk_table(t, virt_to_phys(gpt_top_table(top)), lvl);
+		old = cmpxchg(&t->top, top, (unsigned long)new | lvl);
+		if (old != top) {
+			gpt_free_table(t, new, order);
+			top = old;
+			continue;
+		}
+		top = (unsigned long)new | lvl;
+		t->ias = min(PTN(reach)(t, lvl), 64U);
+		if (t->top_changed)
+			t->top_changed(t);
+	}
+	return 0;
+}
+
+static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
+		    int prot, gfp_t gfp, size_t *mapped)
+{
+	u64 min_size = 1ULL << ptf_shift(t, 0);
+	struct gpt_map_state s;
+	unsigned long top;
+	u64 start = iova;
+	int ret;
+
+	if (!len || ((iova | pa | len) & (min_size - 1)))
+		return -EINVAL;
+	if (iova + len - 1 < iova || (u64)pa + len - 1 < pa)
+		return -ERANGE;
+	if (t->oas < 64 && (((u64)pa + len - 1) >> t->oas))
+		return -ERANGE;
+	ret = ptf_prot(t, prot, &s.attr);
+	if (ret)
+		return ret;
+	ret = PTN(grow)(t, iova + len - 1, gfp);
+	if (ret)
+		return ret;
+	top = READ_ONCE(t->top);
+	if (PTN(reach)(t, gpt_top_lvl(top)) < 64 &&
+	    ((iova + len - 1) >> PTN(reach)(t, gpt_top_lvl(top))))
+		return -ERANGE;
+
+	s.t = t;
+	s.iova = iova;
+	s.pa = pa;
+	s.left = len - 1;
+	s.gfp = gfp;
+	s.done = false;
+	ret = PTN(map_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
+			     ptf_bits(t, gpt_top_lvl(top), true));
+	if (mapped)
+		*mapped += s.iova - start;
+	return ret;
+}
+
+/*
+ * Queue @table and every table below it for freeing.  Returns true if any
+ * of them still held a leaf, so that unmapping a range that only held empty
+ * tables reports nothing unmapped.
+ */
+static bool PTN(gather_tree)(struct gpt_table *t, u64 *table,
+			     unsigned int lvl, struct iommu_iotlb_gather *g)
+{
+	unsigned int i, nents = 1U << ptf_bits(t, lvl, false);
+	bool leaves = false;
+
+	for (i = 0; i < nents; i++) {
+		u64 pte = READ_ONCE(table[i]);
+
+		if (!ptf_present(pte))
+			continue;
+		if (lvl && ptf_is_table(t, pte, lvl))
+			leaves |= PTN(gather_tree)(t, ptf_table_va(t, pte),
+						   lvl - 1, g);
+		else
+			leaves = true;
+	}
+	gpt_gather_table(t, table, g);
+	return leaves;
+}
+
+static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
+			     unsigned int lvl, unsigned int bits)
+{
+	struct gpt_table *t = s->t;
+	unsigned int shift = ptf_shift(t, lvl);
+	unsigned int nents = 1U << bits;
+	unsigned int idx = PTN(index)(t, s->iova, lvl, bits);
+	u64 span = 1ULL << shift;
+
+	while (idx < nents) {
+		u64 pte = READ_ONCE(table[idx]);
+		u64 adv;
+
+		if (!ptf_present(pte)) {
+			adv = span - (s->iova & (span - 1));
+			idx++;
+		} else if (lvl && ptf_is_table(t, pte, lvl)) {
+			if ((s->iova & (span - 1)) || s->left < span - 1) {
+				PTN(unmap_level)(s, ptf_table_va(t, pte),
+						 lvl - 1,
+						 ptf_bits(t, lvl - 1, false));
+				if (s->done)
+					return;
+				idx++;
+				continue;
+			}
+			/* The whole table goes: no entry-by-entry clearing */
+			WRITE_ONCE(table[idx], 0);
+			if (PTN(gather_tree)(t, ptf_table_va(t, pte), lvl - 1,
+					     s->gather))
+				s->cleared = true;
+			adv = span;
+			idx++;
+		} else {
+			unsigned int k = ptf_run_log2(t, pte, lvl);
+			unsigned int n = 1U << k, i;
+			u64 size = span << k;
+
+			if ((s->iova & (size - 1)) || s->left < size - 1) {
+				/* Never leave half of a large page */
+				s->done = true;
+				return;
+			}
+			idx &= ~(n - 1);
+			for (i = 0; i < n; i++)
+				WRITE_ONCE(table[idx + i], 0);
+			s->cleared = true;
+			adv = size;
+			idx += n;
+		}
+		if (s->left < adv) {
+			s->iova += s->left + 1;
+			s->done = true;
+			return;
+		}
+		s->iova += adv;
+		s->left -= adv;
+	}
+}
+
+static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
+			 struct iommu_iotlb_gather *gather)
+{
+	u64 min_size = 1ULL << ptf_shift(t, 0);
+	unsigned long top = READ_ONCE(t->top);
+	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
+	struct gpt_unmap_state s;
+
+	if (!len || !gather || ((iova | len) & (min_size - 1)) ||
+	    iova + len - 1 < iova)
+		return 0;
+	if (reach < 64 && (iova >> reach))
+		return 0;
+	/* Nothing is mapped above the reach of the current top */
+	if (reach < 64 && ((iova + len - 1) >> reach))
+		len = (1ULL << reach) - iova;
+
+	s.t = t;
+	s.iova = iova;
+	s.left = len - 1;
+	s.gather = gather;
+	s.cleared = false;
+	s.done = false;
+	PTN(unmap_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
+			 ptf_bits(t, gpt_top_lvl(top), true));
+	if (!s.cleared || s.iova == iova)
+		return 0;
+	iommu_iotlb_gather_add_range(gather, iova, s.iova - iova);
+	return s.iova - iova;
+}
+
+/*
+ * Find the entry mapping @iova.  Returns the level, or -ENOENT / -ERANGE;
+ * *@ptepp and *@ptep receive the entry's address and value.
+ */
+static int PTN(find)(struct gpt_table *t, u64 iova, u64 **ptepp, u64 *ptep)
+{
+	unsigned long top = READ_ONCE(t->top);
+	unsigned int lvl = gpt_top_lvl(top);
+	unsigned int reach = PTN(reach)(t, lvl);
+	u64 *table = gpt_top_table(top);
+	bool is_top = true;
+
+	/* Beyond the top: not mapped yet if the table can still grow */
+	if (reach < 64 && (iova >> reach))
+		return lvl < t->max_level ? -ENOENT : -ERANGE;
+	for (;;) {
+		u64 *p = &table[PTN(index)(t, iova, lvl,
+					   ptf_bits(t, lvl, is_top))];
+		u64 pte = READ_ONCE(*p);
+
+		if (!ptf_present(pte))
+			return -ENOENT;
+		if (!lvl || !ptf_is_table(t, pte, lvl)) {
+			*ptepp = p;
+			*ptep = pte;
+			return lvl;
+		}
+		table = ptf_table_va(t, pte);
+		lvl--;
+		is_top = false;
+	}
+}
+
+static int PTN(lookup)(struct gpt_table *t, u64 iova, phys_addr_t *pa,
+		       u64 *leaf_size, u64 **ptepp)
+{
+	u64 *p, pte, size;
+	int lvl;
+
+	lvl = PTN(find)(t, iova, &p, &pte);
+	if (lvl < 0)
+		return lvl;
+	size = 1ULL << (ptf_shift(t, lvl) + ptf_run_log2(t, pte, lvl));
+	if (pa)
+		*pa = ptf_leaf_pa(t, pte, lvl, size) + (iova & (size - 1));
+	if (leaf_size)
+		*leaf_size = size;
+	if (ptepp)
+		*ptepp = p;
+	return 0;
+}
+
+static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
+{
+	unsigned int k, n, i, j;
+	u64 *p, pte, span;
+	int lvl;
+
+	lvl = PTN(find)(t, iova, &p, &pte);
+	if (lvl < 0)
+		return lvl;
+	k = ptf_run_log2(t, pte, lvl);
+	n = 1U << k;
+	span = 1ULL << ptf_shift(t, lvl);
+	/* Step back to the first entry of the run */
+	p -= (PTN(index)(t, iova, lvl, 31) & (n - 1));
+
+	if (k && (ptf_runs(t, lvl) & 1)) {
+		/*
+		 * In place: each entry of the run becomes a page of its own.
+		 * cmpxchg keeps a dirty bit the IOMMU sets meanwhile.
+		 */
+		for (i = 0; i < n; i++) {
+			u64 old = READ_ONCE(p[i]), new;
+			phys_addr_t pa;
+
+			do {
+				pa = ptf_leaf_pa(t, old, lvl, span << k) +
+				     i * span;
+				new = ptf_mk_leaf(t, pa, lvl, 0,
+						  ptf_leaf_attr(t, old));
+			} while (!try_cmpxchg64(&p[i], &old, new));
+		}
+		return 0;
+	}
+	if (!lvl)
+		return -EEXIST;
+	if (!(ptf_runs(t, lvl - 1) & 1))
+		return -EOPNOTSUPP;
+
+	/* Each entry of the run becomes a table of next-level pages */
+	for (i = 0; i < n; i++) {
+		unsigned int order = ptf_order(t, lvl - 1, false);
+		unsigned int sub_shift = ptf_shift(t, lvl - 1);
+		unsigned int nents = 1U << ptf_bits(t, lvl - 1, false);
+		u64 *new = gpt_alloc_table(t, order, gfp);
+		u64 old = READ_ONCE(p[i]);
+		phys_addr_t pa;
+
+		if (!new)
+			return -ENOMEM;
+		do {
+			u64 v;
+
+			pa = ptf_leaf_pa(t, old, lvl, span << k) + i * span;
+			v = ptf_mk_leaf(t, pa, lvl - 1, 0,
+					ptf_leaf_attr(t, old));
+			for (j = 0; j < nents; j++, v += 1ULL << sub_shift)
+				new[j] = v;
+		} while (!try_cmpxchg64(&p[i], &old,
+					ptf_mk_table(t, virt_to_phys(new),
+						     lvl)));
+	}
+	return 0;
+}
+
+static bool PTN(dirty_level)(struct gpt_dirty_state *s, u64 *table,
+			     unsigned int lvl, unsigned int bits)
+{
+	struct gpt_table *t = s->t;
+	unsigned int shift = ptf_shift(t, lvl);
+	unsigned int nents = 1U << bits;
+	unsigned int idx = PTN(index)(t, s->iova, lvl, bits);
+	u64 span = 1ULL << shift;
+
+	while (idx < nents) {
+		u64 pte = READ_ONCE(table[idx]);
+		u64 adv = span - (s->iova & (span - 1));
+
+		if (ptf_present(pte) && lvl && ptf_is_table(t, pte, lvl)) {
+			if (PTN(dirty_level)(s, ptf_table_va(t, pte), lvl - 1,
+					     ptf_bits(t, lvl - 1, false)))
+				return true;
+			idx++;
+			continue;
+		}
+		if (ptf_present(pte)) {
+			unsigned int k = ptf_run_log2(t, pte, lvl);
+			unsigned int n = 1U << k, i, first = idx & ~(n - 1);
+			u64 size = span << k;
+			bool dirty = false;
+
+			/* The IOMMU may mark any entry of a run */
+			for (i = 0; i < n; i++) {
+				u64 *p = &table[first + i];
+				u64 old = READ_ONCE(*p);
+
+				if (!ptf_dirty(t, old))
+					continue;
+				dirty = true;
+				if (s->flags & IOMMU_DIRTY_NO_CLEAR)
+					continue;
+				while (ptf_dirty(t, old) &&
+				       !try_cmpxchg64(p, &old, ptf_clean(t, old)))
+					;
+			}
+			if (dirty)
+				iommu_dirty_bitmap_record(s->dirty,
+							  s->iova & ~(size - 1),
+							  size);
+			adv = size - (s->iova & (size - 1));
+			idx = first + n;
+		} else {
+			idx++;
+		}
+		if (s->left < adv)
+			return true;
+		s->iova += adv;
+		s->left -= adv;
+	}
+	return false;
+}
+
+static int PTN(read_and_clear_dirty)(struct gpt_table *t, u64 iova, u64 len,
+				     unsigned long flags,
+				     struct iommu_dirty_bitmap *dirty)
+{
+	unsigned long top = READ_ONCE(t->top);
+	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
+	struct gpt_dirty_state s;
+
+	if (!ptf_dirty_ok(t))
+		return -EOPNOTSUPP;
+	if (!len || !dirty || iova + len - 1 < iova)
+		return -EINVAL;
+	if (reach < 64 && (iova >> reach))
+		return 0;
+	if (reach < 64 && ((iova + len - 1) >> reach))
+		len = (1ULL << reach) - iova;
+	s.t = t;
+	s.iova = iova;
+	s.left = len - 1;
+	s.flags = flags;
+	s.dirty = dirty;
+	PTN(dirty_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
+			 ptf_bits(t, gpt_top_lvl(top), true));
+	return 0;
+}
+
+static void PTN(free_level)(struct gpt_table *t, u64 *table, unsigned int lvl,
+			    bool is_top)
+{
+	unsigned int i, nents = 1U << ptf_bits(t, lvl, is_top);
+
+	if (lvl) {
+		for (i = 0; i < nents; i++) {
+			u64 pte = table[i];
+
+			if (ptf_present(pte) && ptf_is_table(t, pte, lvl))
+				PTN(free_level)(t, ptf_table_va(t, pte),
+						lvl - 1, false);
+		}
+	}
+	gpt_free_table(t, table, ptf_order(t, lvl, is_top));
+}
+
+static void PTN(deinit)(struct gpt_table *t)
+{
+	unsigned long top = t->top;
+
+	if (!top)
+		return;
+	PTN(free_level)(t, gpt_top_table(top), gpt_top_lvl(top), true);
+	t->top = 0;
+}
+
+static const struct gpt_ops PTN(ops) = {
+	.map = PTN(map),
+	.unmap = PTN(unmap),
+	.lookup = PTN(lookup),
+	.cut = PTN(cut),
+	.read_and_clear_dirty = PTN(read_and_clear_dirty),
+	.deinit = PTN(deinit),
+};
+
+/*
+ * Finish initialising @t once the format filled in its constants: allocate
+ * the top table at @top_lvl and derive the page sizes.
+ */
+static int PTN(init_common)(struct gpt_table *t, unsigned int top_lvl,
+			    gfp_t gfp)
+{
+	unsigned int lvl;
+	u64 *table;
+
+	t->pgsize_bitmap = 0;
+	for (lvl = 0; lvl <= t->max_level; lvl++) {
+		unsigned long runs = ptf_runs(t, lvl);
+		unsigned int k;
+
+		for_each_set_bit(k, &runs, BITS_PER_LONG)
+			if (ptf_shift(t, lvl) + k < 64)
+				t->pgsize_bitmap |= 1ULL << (ptf_shift(t, lvl) + k);
+	}
+	atomic_long_set(&t->nr_tables, 0);
+	table = gpt_alloc_table(t, ptf_order(t, top_lvl, true), gfp);
+	if (!table)
+		return -ENOMEM;
+	t->top = (unsigned long)table | top_lvl;
+	t->ias = min(PTN(reach)(t, top_lvl), 64U);
+	t->ops = &PTN(ops);
+	return 0;
+}

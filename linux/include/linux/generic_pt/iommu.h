@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Generic IOMMU page table library: glue for iommu_domain_ops.
+ *
+ * A driver whose domain structure embeds both a struct iommu_domain and a
+ * struct gpt_table writes
+ *
+ *	static struct gpt_table *to_mydrv_pt(struct iommu_domain *d)
+ *	{
+ *		return &container_of(d, struct mydrv_domain, domain)->pt;
+ *	}
+ *	GPT_IOMMU_DEFINE_OPS(mydrv, to_mydrv_pt);
+ *
+ *	static const struct iommu_domain_ops mydrv_domain_ops = {
+ *		GPT_IOMMU_DOMAIN_OPS(mydrv),
+ *		.iotlb_sync = mydrv_iotlb_sync,
+ *		...
+ *	};
+ *
+ * and frees gather->freelist with iommu_put_pages_list() in its iotlb_sync
+ * after the flush.  Locking is the library's: none taken, the iommu core's
+ * rules (no concurrent calls on overlapping ranges) are enough.
+ */
+#ifndef __LINUX_GENERIC_PT_IOMMU_H
+#define __LINUX_GENERIC_PT_IOMMU_H
+
+#include <linux/generic_pt/gpt.h>
+
+int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
+			phys_addr_t paddr, size_t pgsize, size_t pgcount,
+			int prot, gfp_t gfp, size_t *mapped);
+size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
+			     size_t pgsize, size_t pgcount,
+			     struct iommu_iotlb_gather *gather);
+phys_addr_t gpt_iommu_iova_to_phys(struct gpt_table *t, dma_addr_t iova);
+int gpt_iommu_read_and_clear_dirty(struct gpt_table *t, unsigned long iova,
+				   size_t size, unsigned long flags,
+				   struct iommu_dirty_bitmap *dirty);
+
+/*
+ * GPT_IOMMU_DEFINE_OPS - define <prefix>_map_pages, <prefix>_unmap_pages,
+ * <prefix>_iova_to_phys and <prefix>_read_and_clear_dirty for a driver
+ * whose function @to_pt returns the struct gpt_table of a domain.
+ */
+#define GPT_IOMMU_DEFINE_OPS(prefix, to_pt)				\
+static inline struct gpt_table *prefix##_gpt(struct iommu_domain *d)	\
+{									\
+	return to_pt(d);						\
+}									\
+static int prefix##_map_pages(struct iommu_domain *domain,		\
+			      unsigned long iova, phys_addr_t paddr,	\
+			      size_t pgsize, size_t pgcount, int prot,	\
+			      gfp_t gfp, size_t *mapped)		\
+{									\
+	return gpt_iommu_map_pages(prefix##_gpt(domain), iova, paddr,	\
+				   pgsize, pgcount, prot, gfp, mapped);	\
+}									\
+static size_t prefix##_unmap_pages(struct iommu_domain *domain,	\
+				   unsigned long iova, size_t pgsize,	\
+				   size_t pgcount,			\
+				   struct iommu_iotlb_gather *gather)	\
+{									\
+	return gpt_iommu_unmap_pages(prefix##_gpt(domain), iova, pgsize, \
+				     pgcount, gather);			\
+}									\
+static phys_addr_t prefix##_iova_to_phys(struct iommu_domain *domain,	\
+					 dma_addr_t iova)		\
+{									\
+	return gpt_iommu_iova_to_phys(prefix##_gpt(domain), iova);	\
+}									\
+static int __maybe_unused						\
+prefix##_read_and_clear_dirty(struct iommu_domain *domain,		\
+			      unsigned long iova, size_t size,		\
+			      unsigned long flags,			\
+			      struct iommu_dirty_bitmap *dirty)		\
+{									\
+	return gpt_iommu_read_and_clear_dirty(prefix##_gpt(domain), iova, \
+					      size, flags, dirty);	\
+}
+
+/* Initialisers for struct iommu_domain_ops from GPT_IOMMU_DEFINE_OPS() */
+#define GPT_IOMMU_DOMAIN_OPS(prefix)			\
+	.map_pages = prefix##_map_pages,		\
+	.unmap_pages = prefix##_unmap_pages,		\
+	.iova_to_phys = prefix##_iova_to_phys
+
+#endif /* __LINUX_GENERIC_PT_IOMMU_H */
