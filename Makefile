@@ -8,7 +8,7 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?= x86_64 x86_64-debug arm64
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean
+	boot kunit lint check run clean bench-pt
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -22,6 +22,7 @@ help:
 	@echo "make kernel [KERNELS=..] build kernels ($(KERNELS))"
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
+	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
 deps:
@@ -59,6 +60,9 @@ boot: tree
 
 kunit: tree
 	$(TB) kunit $(K)
+
+bench-pt: tree
+	$(TB) bench-pt $(K)
 
 lint: tree
 	$(TB) lint

@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kunit", help="run the kunit suites")
     p.add_argument("suites", nargs="*")
     sub.add_parser("lint", help="checkpatch, sparse and W=1 over the series")
+    p = sub.add_parser("bench-pt", help="generic_pt against the code it replaces")
+    p.add_argument("runs", nargs="*", help="bench-um, bench-x86_64 (default both)")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -76,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             from . import kunit
             ok = kunit.run_all(args.suites or None)
             return 0 if ok else 1
+        elif args.cmd == "bench-pt":
+            from . import bench
+            bench.pt(args.runs or None)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

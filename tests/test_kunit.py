@@ -6,7 +6,7 @@ import pytest
 from testbed import kunit
 
 
-@pytest.mark.parametrize("run", list(kunit.RUNS))
+@pytest.mark.parametrize("run", kunit.CHECK_RUNS)
 def test_kunit(run):
     data = kunit.run_one(kunit.RUNS[run])
     suites = kunit.suites(data)

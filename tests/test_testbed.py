@@ -100,3 +100,17 @@ def test_qemu_command_puts_iommu_first_and_virtio_behind_it(tmp_path):
 ])
 def test_kernel_reports(line, report):
     assert bool(ktap.KERNEL_REPORTS.search(line)) == report
+
+
+def test_bench_lines_parse():
+    from testbed import bench
+    text = ("    # gpt_bench_armv8_s1: # bench: armv8_s1_4k map 1x4K new_min=19 "
+            "new_med=20 old_min=16 old_med=40\n"
+            "    # gpt_bench_vtdss: # bench: vtdss_4lvl unmap 1x1G new_min=5 "
+            "new_med=6 old_min=-1 old_med=-1\n")
+    rows = bench.parse(text)
+    assert rows[0] == {"format": "armv8_s1_4k", "op": "map", "case": "1x4K",
+                       "new_ns": 20, "old_ns": 40, "new_min_ns": 19,
+                       "old_min_ns": 16}
+    assert rows[1]["old_ns"] is None and bench.ratio(rows[1]) == "-"
+    assert bench.ratio(rows[0]) == "2.00x"

@@ -68,6 +68,53 @@ static inline int PTN(pick_run)(unsigned int runs, u64 align, u64 left,
 	return runs ? fls(runs) - 1 : -1;
 }
 
+/*
+ * Install an empty table in the empty entry at @ptep (level @lvl), or use
+ * the one a concurrent map installed first.  Out of line: after warm-up
+ * almost every walk finds its tables in place.
+ */
+static noinline int PTN(install_table)(struct gpt_table *t, u64 *ptep,
+				       u64 pte, unsigned int lvl, gfp_t gfp,
+				       u64 *ptev)
+{
+	unsigned int order = ptf_order(t, lvl - 1, false);
+	u64 *new = gpt_alloc_table(t, order, gfp);
+	u64 newpte, old;
+
+	if (!new)
+		return -ENOMEM;
+	newpte = ptf_mk_table(t, virt_to_phys(new), lvl);
+	/* Fully ordered: the zeroed table is visible first */
+	old = cmpxchg64(ptep, pte, newpte);
+	if (old != pte) {
+		/* A concurrent map of a neighbour won */
+		gpt_free_table(t, new, order);
+		if (!ptf_present(old) || !ptf_is_table(t, old, lvl))
+			return -EADDRINUSE;
+		newpte = old;
+	}
+	*ptev = newpte;
+	return 0;
+}
+
+/*
+ * The table below the entry at @ptep (level @lvl), installing an empty one
+ * if the entry is empty.  Returns -EADDRINUSE if the entry is a leaf.
+ */
+static __always_inline int PTN(next_table)(struct gpt_table *t, u64 *ptep,
+					   unsigned int lvl, gfp_t gfp,
+					   u64 *ptev)
+{
+	u64 pte = READ_ONCE(*ptep);
+
+	if (unlikely(!ptf_present(pte)))
+		return PTN(install_table)(t, ptep, pte, lvl, gfp, ptev);
+	if (!ptf_is_table(t, pte, lvl))
+		return -EADDRINUSE;
+	*ptev = pte;
+	return 0;
+}
+
 static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 			  unsigned int lvl, unsigned int bits)
 {
@@ -167,27 +214,9 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 		/* Descend, installing a table if there is none */
 		if (!lvl)
 			return -EADDRINUSE;
-		pte = READ_ONCE(*ptep);
-		if (!ptf_present(pte)) {
-			u64 *new = gpt_alloc_table(t, ptf_order(t, lvl - 1, false),
-						   s->gfp);
-			u64 newpte, old;
-
-			if (!new)
-				return -ENOMEM;
-			newpte = ptf_mk_table(t, virt_to_phys(new), lvl);
-			/* Fully ordered: the zeroed table is visible first */
-			old = cmpxchg64(ptep, pte, newpte);
-			if (old == pte) {
-				pte = newpte;
-			} else {
-				/* A concurrent map of a neighbour won */
-				gpt_free_table(t, new, ptf_order(t, lvl - 1, false));
-				pte = old;
-			}
-		}
-		if (!ptf_is_table(t, pte, lvl))
-			return -EADDRINUSE;
+		ret = PTN(next_table)(t, ptep, lvl, s->gfp, &pte);
+		if (ret)
+			return ret;
 		ret = PTN(map_level)(s, ptf_table_va(t, pte), lvl - 1,
 				     ptf_bits(t, lvl - 1, false));
 		if (ret || s->done)
@@ -202,7 +231,7 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
  * published with one cmpxchg of the packed root|level word, so a concurrent
  * walker sees either the old or the new table, both complete.
  */
-static int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
+static noinline int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
 {
 	unsigned long top = READ_ONCE(t->top);
 
@@ -233,13 +262,34 @@ static int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
 	return 0;
 }
 
+/*
+ * The general map walk from @table at @lvl down.  Out of line so that the
+ * walk state stays off the stack of the one-page fast path in map.
+ */
+static noinline int PTN(map_walk)(struct gpt_table *t, u64 *table,
+				  unsigned int lvl, unsigned int bits, u64 iova,
+				  phys_addr_t pa, u64 len, u64 attr, gfp_t gfp,
+				  size_t *mapped)
+{
+	struct gpt_map_state s = {
+		.t = t, .iova = iova, .pa = pa, .left = len - 1, .attr = attr,
+		.gfp = gfp,
+	};
+	int ret;
+
+	ret = PTN(map_level)(&s, table, lvl, bits);
+	if (mapped)
+		*mapped += s.iova - iova;
+	return ret;
+}
+
 static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 		    int prot, gfp_t gfp, size_t *mapped)
 {
 	u64 min_size = 1ULL << ptf_shift(t, 0);
-	struct gpt_map_state s;
+	unsigned int lvl, bits, max_log2;
 	unsigned long top;
-	u64 start = iova;
+	u64 *table, attr;
 	int ret;
 
 	if (!len || ((iova | pa | len) & (min_size - 1)))
@@ -248,28 +298,64 @@ static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 		return -ERANGE;
 	if (t->oas < 64 && (((u64)pa + len - 1) >> t->oas))
 		return -ERANGE;
-	ret = ptf_prot(t, prot, &s.attr);
-	if (ret)
-		return ret;
-	ret = PTN(grow)(t, iova + len - 1, gfp);
+	ret = ptf_prot(t, prot, &attr);
 	if (ret)
 		return ret;
 	top = READ_ONCE(t->top);
 	if (PTN(reach)(t, gpt_top_lvl(top)) < 64 &&
-	    ((iova + len - 1) >> PTN(reach)(t, gpt_top_lvl(top))))
-		return -ERANGE;
+	    ((iova + len - 1) >> PTN(reach)(t, gpt_top_lvl(top)))) {
+		if (gpt_top_lvl(top) == t->max_level)
+			return -ERANGE;
+		ret = PTN(grow)(t, iova + len - 1, gfp);
+		if (ret)
+			return ret;
+		top = READ_ONCE(t->top);
+	}
 
-	s.t = t;
-	s.iova = iova;
-	s.pa = pa;
-	s.left = len - 1;
-	s.gfp = gfp;
-	s.done = false;
-	ret = PTN(map_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
-			     ptf_bits(t, gpt_top_lvl(top), true));
-	if (mapped)
-		*mapped += s.iova - start;
-	return ret;
+	/*
+	 * Most maps fit in one entry of the upper levels: walk down without
+	 * recursion to the first level where the range spans several entries
+	 * or a leaf may go, and start the general walk there.
+	 */
+	max_log2 = min_t(unsigned int, __ffs64(iova | pa | BIT_ULL(63)),
+			 fls64(len) - 1);
+	table = gpt_top_table(top);
+	lvl = gpt_top_lvl(top);
+	bits = ptf_bits(t, lvl, true);
+	for (;;) {
+		unsigned int shift = ptf_shift(t, lvl);
+		u64 *ptep = &table[PTN(index)(t, iova, lvl, bits)];
+		u64 pte;
+
+		if ((iova ^ (iova + len - 1)) >> shift)
+			break;
+		/* A page of this level's size fits: a leaf goes here */
+		if (max_log2 >= shift && ptf_runs(t, lvl)) {
+			/*
+			 * Inside one entry and aligned to it: exactly one
+			 * page, the commonest map of all.
+			 */
+			if ((ptf_runs(t, lvl) & 1) &&
+			    !ptf_present(READ_ONCE(*ptep))) {
+				WRITE_ONCE(*ptep,
+					   ptf_mk_leaf(t, pa, lvl, 0, attr));
+				if (mapped)
+					*mapped += len;
+				return 0;
+			}
+			break;
+		}
+		if (!lvl)
+			break;
+		ret = PTN(next_table)(t, ptep, lvl, gfp, &pte);
+		if (ret)
+			return ret;
+		table = ptf_table_va(t, pte);
+		lvl--;
+		bits = ptf_bits(t, lvl, false);
+	}
+	return PTN(map_walk)(t, table, lvl, bits, iova, pa, len, attr, gfp,
+			     mapped);
 }
 
 /*
@@ -331,6 +417,28 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 				s->cleared = true;
 			adv = span;
 			idx++;
+		} else if (!ptf_run_log2(t, pte, lvl) &&
+			   !(s->iova & (span - 1)) && s->left >= span - 1) {
+			/*
+			 * A row of single pages, the common case: clear until
+			 * the range, the table or an entry of another kind
+			 * ends it, without the per-entry bookkeeping below.
+			 */
+			u64 n = min_t(u64, nents - idx, (s->left >> shift) + 1);
+			u64 i;
+
+			for (i = 1; i < n; i++) {
+				u64 next = READ_ONCE(table[idx + i]);
+
+				if (ptf_present(next) &&
+				    ((lvl && ptf_is_table(t, next, lvl)) ||
+				     ptf_run_log2(t, next, lvl)))
+					break;
+			}
+			memset(&table[idx], 0, i * sizeof(*table));
+			s->cleared = true;
+			adv = i << shift;
+			idx += i;
 		} else {
 			unsigned int k = ptf_run_log2(t, pte, lvl);
 			unsigned int n = 1U << k, i;
@@ -358,13 +466,31 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 	}
 }
 
+/* The general unmap walk; out of line for the same reason as map_walk */
+static noinline size_t PTN(unmap_walk)(struct gpt_table *t, u64 *table,
+				       unsigned int lvl, unsigned int bits,
+				       u64 iova, u64 len,
+				       struct iommu_iotlb_gather *gather)
+{
+	struct gpt_unmap_state s = {
+		.t = t, .iova = iova, .left = len - 1, .gather = gather,
+	};
+
+	PTN(unmap_level)(&s, table, lvl, bits);
+	if (!s.cleared || s.iova == iova)
+		return 0;
+	iommu_iotlb_gather_add_range(gather, iova, s.iova - iova);
+	return s.iova - iova;
+}
+
 static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
 			 struct iommu_iotlb_gather *gather)
 {
 	u64 min_size = 1ULL << ptf_shift(t, 0);
 	unsigned long top = READ_ONCE(t->top);
 	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
-	struct gpt_unmap_state s;
+	unsigned int lvl, bits;
+	u64 *table;
 
 	if (!len || !gather || ((iova | len) & (min_size - 1)) ||
 	    iova + len - 1 < iova)
@@ -375,18 +501,37 @@ static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
 	if (reach < 64 && ((iova + len - 1) >> reach))
 		len = (1ULL << reach) - iova;
 
-	s.t = t;
-	s.iova = iova;
-	s.left = len - 1;
-	s.gather = gather;
-	s.cleared = false;
-	s.done = false;
-	PTN(unmap_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
-			 ptf_bits(t, gpt_top_lvl(top), true));
-	if (!s.cleared || s.iova == iova)
-		return 0;
-	iommu_iotlb_gather_add_range(gather, iova, s.iova - iova);
-	return s.iova - iova;
+	/* As in map: no recursion while the range sits inside one entry */
+	table = gpt_top_table(top);
+	lvl = gpt_top_lvl(top);
+	bits = ptf_bits(t, lvl, true);
+	for (;;) {
+		unsigned int shift = ptf_shift(t, lvl);
+		u64 *ptep = &table[PTN(index)(t, iova, lvl, bits)];
+		u64 pte;
+
+		if ((iova ^ (iova + len - 1)) >> shift)
+			break;
+		pte = READ_ONCE(*ptep);
+		if (!ptf_present(pte))
+			return 0;
+		if (!lvl || !ptf_is_table(t, pte, lvl)) {
+			/* Exactly one page of this size, not part of a run */
+			if (len == 1ULL << shift && !ptf_run_log2(t, pte, lvl)) {
+				WRITE_ONCE(*ptep, 0);
+				iommu_iotlb_gather_add_range(gather, iova, len);
+				return len;
+			}
+			break;
+		}
+		/* A whole table goes: the general walk gathers it */
+		if (len == 1ULL << shift)
+			break;
+		table = ptf_table_va(t, pte);
+		lvl--;
+		bits = ptf_bits(t, lvl, false);
+	}
+	return PTN(unmap_walk)(t, table, lvl, bits, iova, len, gather);
 }
 
 /*

@@ -154,6 +154,7 @@ struct gpt_table {
 			u8 stage;
 			u8 contig;
 			u8 dbm;
+			u8 runs[4];	/* allowed leaf runs per level */
 		} arm;
 		struct {
 			u8 no_1g;
