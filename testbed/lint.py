@@ -10,6 +10,7 @@ sparse message fails the gate when it points at a line the series added.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -96,9 +97,25 @@ def added_lines() -> dict[str, set[int]]:
     return lines
 
 
+def _um_kunit_args() -> list[str] | None:
+    """make arguments for the UML kunit build, if it has been configured."""
+    from .kunit import RUNS
+    outdir = RUNS["um"].build_dir
+    if not (outdir / ".config").exists():
+        return None
+    return ["make", "-C", str(paths.TREE), f"O={outdir}", "ARCH=um",
+            f"-j{os.cpu_count() or 2}"]
+
+
 def _kernel_objects(files: list[str]) -> dict[str, list[str]]:
-    """Which kernel target builds each touched .c file (first one that does)."""
+    """Which build compiles each touched .c file.
+
+    The first kernel target whose build has the object; else the UML kunit
+    build, which compiles a single object even when its configuration does
+    not select it (tests, benchmarks, code no target enables yet).
+    """
     plan: dict[str, list[str]] = {}
+    um = _um_kunit_args()
     for f in files:
         if not f.endswith(".c") or f.startswith(("tools/", "scripts/", "samples/")):
             continue
@@ -109,7 +126,8 @@ def _kernel_objects(files: list[str]) -> dict[str, list[str]]:
                 plan.setdefault(name, []).append(obj)
                 break
         else:
-            plan.setdefault("", []).append(f)
+            plan.setdefault("kunit-um" if um else "", []).append(
+                obj if um else f)
     return plan
 
 
@@ -120,8 +138,8 @@ def compile_checks() -> Report:
     for f in plan.pop("", []):
         rep.notes.append(f"not built by any kernel target, not compiled: {f}")
     for name, objs in plan.items():
-        t = TARGETS[name]
-        res = subprocess.run(make_args(t) + ["W=1", "C=2", *objs], text=True,
+        args = _um_kunit_args() if name == "kunit-um" else make_args(TARGETS[name])
+        res = subprocess.run(args + ["W=1", "C=2", *objs], text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for line in res.stdout.splitlines():
             m = CC_MSG.match(line)

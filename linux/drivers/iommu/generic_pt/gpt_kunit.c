@@ -28,10 +28,10 @@ struct gpt_test_cfg {
 	unsigned int ias;	/* expected input bits after init */
 };
 
-#define ARM(n, g, st, i, f, sizes)					\
+#define ARM(n, g, st, in_bits, f, sizes)				\
 	{ .name = n, .fmt = GPT_FMT_ARMV8, .arm = { .granule = g,	\
-	  .stage = st, .ias = i, .oas = 48, .flags = f,			\
-	  .nid = NUMA_NO_NODE }, .pgsizes = sizes, .ias = i }
+	  .stage = st, .ias = in_bits, .oas = 48, .flags = f,		\
+	  .nid = NUMA_NO_NODE }, .pgsizes = sizes, .ias = in_bits }
 
 static const struct gpt_test_cfg gpt_cfgs[] = {
 	ARM("armv8_s1_4k", SZ_4K, 1, 48, 0, SZ_4K | SZ_2M | SZ_1G),
@@ -694,6 +694,15 @@ static bool gpt_rand_check(struct gpt_rand *r, u64 first, u64 npages,
 	return true;
 }
 
+/* The range and @margin pages on either side of it */
+static bool gpt_rand_check_around(struct gpt_rand *r, u64 first, u64 npages,
+				  u64 margin, unsigned long op)
+{
+	u64 lo = first > margin ? first - margin : 0;
+
+	return gpt_rand_check(r, lo, first - lo + npages + margin, op);
+}
+
 static bool gpt_rand_any_mapped(struct gpt_rand *r, u64 first, u64 n)
 {
 	u64 i;
@@ -708,12 +717,16 @@ static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
 {
 	struct kunit *test = r->gt.test;
 	struct gpt_table *t = &r->gt.t;
-	u64 m = r->gt.min, size, first, n, i, len, leaf;
+	u64 m = r->gt.min, size, first, n, i, len, leaf, after;
 	unsigned int kind = gpt_rand_below(r, 10);
 	int rw = IOMMU_READ | IOMMU_WRITE;
+	int ret;
 
 	size = gpt_rand_size(r);
 	n = size / m * (1 + gpt_rand_below(r, size == m ? 64 : 2));
+	/* A ragged tail now and then: the last large page must not fit */
+	if (size > m && !gpt_rand_below(r, 4))
+		n += 1 + gpt_rand_below(r, size / m - 1);
 	if (n > GPT_RAND_PAGES)
 		n = size / m;
 	first = gpt_rand_below(r, GPT_RAND_PAGES - n + 1);
@@ -724,7 +737,6 @@ static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
 		/* Map, pa aligned like the iova half of the time */
 		u64 pa = gpt_rand_below(r, SZ_1G / size) * size;
 		size_t mapped = 0;
-		int ret;
 
 		if (gpt_rand_below(r, 2))
 			pa += gpt_rand_below(r, size / m) * m;
@@ -743,7 +755,7 @@ static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
 				r->model[first + i] = (pa + i * m) |
 						      GPT_MODEL_MAPPED;
 		}
-		return gpt_rand_check(r, first, n, op);
+		return gpt_rand_check_around(r, first, n, size / m, op);
 	}
 	if (kind < 9) {
 		size_t done = gpt_test_unmap(&r->gt, first * m, len);
@@ -774,7 +786,7 @@ static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
 			KUNIT_EXPECT_TRUE(test, start < first * m ||
 					  start + leaf > first * m + len);
 		}
-		return gpt_rand_check(r, first, n, op);
+		return gpt_rand_check_around(r, first, n, size / m, op);
 	}
 
 	/* Cut the page under a random address */
@@ -782,22 +794,16 @@ static bool gpt_rand_step(struct gpt_rand *r, unsigned long op)
 	if (!(r->model[i] & GPT_MODEL_MAPPED)) {
 		KUNIT_EXPECT_EQ(test, gpt_cut(t, i * m, GFP_KERNEL), -ENOENT);
 		return true;
-	} else {
-		u64 after;
-		int ret;
-
-		KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &leaf, NULL),
-				0);
-		ret = gpt_cut(t, i * m, GFP_KERNEL);
-		KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &after, NULL),
-				0);
-		if (leaf == m)
-			KUNIT_EXPECT_EQ(test, ret, -EEXIST);
-		else if (!ret)
-			KUNIT_EXPECT_LT(test, after, leaf);
-		first = (i * m & ~(leaf - 1)) / m;
-		return gpt_rand_check(r, first, leaf / m, op);
 	}
+	KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &leaf, NULL), 0);
+	ret = gpt_cut(t, i * m, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, gpt_lookup(t, i * m, NULL, &after, NULL), 0);
+	if (leaf == m)
+		KUNIT_EXPECT_EQ(test, ret, -EEXIST);
+	else if (!ret)
+		KUNIT_EXPECT_LT(test, after, leaf);
+	first = (i * m & ~(leaf - 1)) / m;
+	return gpt_rand_check(r, first, leaf / m, op);
 }
 
 static void gpt_test_random(struct kunit *test)

@@ -50,6 +50,18 @@ static inline unsigned int PTN(index)(const struct gpt_table *t, u64 iova,
 }
 
 /*
+ * How many entries of 2^@shift bytes fit wholly in @left + 1 bytes starting
+ * at an entry boundary.  Entries that only start inside the range do not
+ * count: a shorter tail goes one level down.  (@left + 1 may overflow.)
+ */
+static inline u64 PTN(whole)(u64 left, unsigned int shift)
+{
+	u64 span = 1ULL << shift;
+
+	return (left >> shift) + ((left & (span - 1)) == span - 1);
+}
+
+/*
  * Largest allowed run at @lvl whose page size divides the alignment of
  * @align (iova | pa) and fits in @left + 1 bytes; -1 if none.
  */
@@ -140,7 +152,8 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 			 * fill until the table, the range or an occupied
 			 * entry ends it, without looking at alignment again.
 			 */
-			u64 n = min_t(u64, nents - idx, (s->left >> shift) + 1);
+			u64 n = min_t(u64, nents - idx,
+				      PTN(whole)(s->left, shift));
 			u64 v = ptf_mk_leaf(t, s->pa, lvl, 0, s->attr);
 			u64 i;
 
@@ -424,7 +437,8 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 			 * the range, the table or an entry of another kind
 			 * ends it, without the per-entry bookkeeping below.
 			 */
-			u64 n = min_t(u64, nents - idx, (s->left >> shift) + 1);
+			u64 n = min_t(u64, nents - idx,
+				      PTN(whole)(s->left, shift));
 			u64 i;
 
 			for (i = 1; i < n; i++) {
