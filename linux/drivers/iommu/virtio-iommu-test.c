@@ -350,6 +350,7 @@ static struct kunit_suite viommu_wire_suite = {
 	.name = "virtio-iommu-wire",
 	.test_cases = viommu_wire_cases,
 };
+
 kunit_test_suite(viommu_wire_suite);
 
 MODULE_DESCRIPTION("KUnit tests of the virtio-iommu wire helpers");

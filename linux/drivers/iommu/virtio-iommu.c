@@ -110,7 +110,7 @@ struct viommu_dev {
 	struct viommu_event_stats	evstats;
 
 	struct ida			domain_ids;
-	spinlock_t			domains_lock;
+	spinlock_t			domains_lock;	/* protects domains */
 	struct list_head		domains;	/* for debugfs */
 
 	struct virtio_iommu_fault	*events;
@@ -605,7 +605,7 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 		if (node->start < start)
 			break;
 		removed += node->last - node->start + 1;
-		*end = max(*end, (u64)node->last);
+		*end = max_t(u64, *end, node->last);
 		interval_tree_remove(node, &vdomain->mappings);
 		kfree(container_of(node, struct viommu_mapping, iova));
 	}
@@ -827,8 +827,8 @@ static void viommu_handle_fault(struct viommu_dev *viommu,
 							    IOMMU_FAULT_READ;
 	struct viommu_endpoint *vdev;
 	struct viommu_domain *vdomain = NULL;
+	const char *outcome = "no handler";
 	unsigned long irqflags;
-	int ret = 0;
 
 	spin_lock_irqsave(&viommu->ep_lock, irqflags);
 	viommu->evstats.faults++;
@@ -838,8 +838,11 @@ static void viommu_handle_fault(struct viommu_dev *viommu,
 	if (vdomain) {
 		vdomain->stats.faults++;
 		viommu->evstats.reported++;
-		ret = report_iommu_fault(&vdomain->domain, vdev->dev, addr,
-					 flags);
+		if (vdomain->domain.handler)
+			outcome = "handled";
+		if (report_iommu_fault(&vdomain->domain, vdev->dev, addr,
+				       flags) && vdomain->domain.handler)
+			outcome = "handler failed";
 	} else {
 		viommu->evstats.unknown_ep++;
 	}
@@ -853,9 +856,7 @@ static void viommu_handle_fault(struct viommu_dev *viommu,
 				    f->flags & VIRTIO_IOMMU_FAULT_F_READ ? "R" : "",
 				    f->flags & VIRTIO_IOMMU_FAULT_F_WRITE ? "W" : "",
 				    f->flags & VIRTIO_IOMMU_FAULT_F_EXEC ? "X" : "",
-				    vdomain->id,
-				    ret == -ENOSYS ? "no handler" :
-				    ret ? "handler failed" : "handled");
+				    vdomain->id, outcome);
 	else
 		dev_err_ratelimited(viommu->dev,
 				    "%s fault from EP %u at %#llx: endpoint has no domain\n",
