@@ -20,6 +20,10 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	check "$dev: no wait timed out" [ "$(get timeouts)" -eq 0 ]
 	check "$dev: kicks ($kicks) carry every request ($kicked)" \
 		[ "$kicks" -gt 0 -a "$kicked" -ge "$kicks" ]
+	if [ -n "$TB_VIOMMU_DOMAIN" ]; then
+		check "$dev: endpoints sit in $TB_VIOMMU_DOMAIN domains" \
+			grep -q "^domain [0-9]* type=$TB_VIOMMU_DOMAIN endpoints=[1-9]" "$f"
+	fi
 	case " $TB_STEPS " in
 	*" vfio-edu "*)
 		check "$dev: the edu faults reached the IOMMU core" \
