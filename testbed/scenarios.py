@@ -100,7 +100,7 @@ _ALL = (
         "virt-virtio-iommu", "arm64",
         ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
         devices=("blk", "net", "edu"), fault="virtio-iommu",
-        append=VFIO_UNSAFE_IRQS),
+        append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
 )
 
 SCENARIOS = {s.name: s for s in _ALL}
