@@ -46,11 +46,13 @@ DEBUG = ("CONFIG_KASAN=y", "CONFIG_KASAN_GENERIC=y", "CONFIG_PROVE_LOCKING=y",
 RUNS = {r.name: r for r in (
     # UML runs at native speed: the bulk of the suites live here.
     KunitRun("um", "um", ("configs/kunit/common.kunitconfig",
-                          "drivers/iommu/generic_pt/.kunitconfig")),
+                          "drivers/iommu/generic_pt/.kunitconfig",
+                          "drivers/iommu/.kunitconfig")),
     # x86_64 under QEMU, for suites that need x86 code (the AMD driver's
     # page table), with KASAN, lockdep and UBSAN on.
     KunitRun("x86_64", "x86_64", ("configs/kunit/common.kunitconfig",
                                   "drivers/iommu/generic_pt/.kunitconfig",
+                                  "drivers/iommu/.kunitconfig",
                                   "configs/kunit/x86_64.kunitconfig"),
              kconfig_add=DEBUG),
     # `make bench-pt`: no debug options, which would weigh unevenly on the

@@ -38,6 +38,37 @@ def trace_counts(trace: Path | None) -> tuple[Counter, dict[int, set[int]]]:
     return events, domains
 
 
+def driver_counters(con) -> list[str]:
+    """The guest driver's own counters, from the viommu-stats step's lines."""
+    st = con.steps.get("viommu-stats")
+    stats: dict[str, dict[str, int]] = {}
+    domains: list[str] = []
+    for d in st.diagnostics() if st else []:
+        if not d.startswith("viommu: "):
+            continue
+        dev, _, rest = d[len("viommu: "):].partition(" ")
+        key, _, val = rest.partition(" ")
+        if key == "domain":
+            domains.append(f"{dev} domain {val}")
+        elif val.isdigit():
+            stats.setdefault(dev, {})[key] = int(val)
+    lines = []
+    for dev, c in sorted(stats.items()):
+        kicks = c.get("kicks", 0)
+        per_kick = c.get("kicked_requests", 0) / kicks if kicks else 0.0
+        lines.append(f"driver:    {dev}: {c.get('attach', 0)} ATTACH, "
+                     f"{c.get('detach', 0)} DETACH, {c.get('map', 0)} MAP, "
+                     f"{c.get('unmap', 0)} UNMAP, {c.get('probe', 0)} PROBE, "
+                     f"{c.get('errors', 0)} failed")
+        lines.append(f"driver:    {dev}: {kicks} kicks, {per_kick:.2f} requests "
+                     f"per kick, {c.get('polls', 0)} polls, "
+                     f"{c.get('sleeps', 0)} sleeps, {c.get('timeouts', 0)} timeouts")
+        lines.append(f"driver:    {dev}: {c.get('faults', 0)} faults, "
+                     f"{c.get('faults_reported', 0)} reported to the IOMMU core")
+    lines += [f"driver:    {d}" for d in domains]
+    return lines
+
+
 def render(result: boot.Result, build_s: float) -> str:
     con = result.console
     info = con.steps.get("iommu-info")
@@ -52,6 +83,7 @@ def render(result: boot.Result, build_s: float) -> str:
     lines.append(f"requests:  {events['attach']} ATTACH, {events['detach']} DETACH, "
                  f"{events['map']} MAP, {events['unmap']} UNMAP (QEMU trace)")
     lines.append(f"faults:    {events['report_fault']} reported by the device")
+    lines += driver_counters(con)
     for name in result.scenario.steps:
         st = con.steps.get(name)
         if not st:

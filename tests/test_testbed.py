@@ -114,3 +114,21 @@ def test_bench_lines_parse():
                        "old_min_ns": 16}
     assert rows[1]["old_ns"] is None and bench.ratio(rows[1]) == "-"
     assert bench.ratio(rows[0]) == "2.00x"
+
+
+def test_report_reads_the_driver_counters():
+    from testbed import report
+
+    text = "\n".join([
+        "TB-BOOTED 6.12", "TB-BEGIN viommu-stats", "TAP version 13",
+        "# viommu: virtio0 attach 3", "# viommu: virtio0 map 40",
+        "# viommu: virtio0 unmap 38", "# viommu: virtio0 kicks 20",
+        "# viommu: virtio0 kicked_requests 81", "# viommu: virtio0 faults 3",
+        "# viommu: virtio0 faults_reported 3",
+        "# viommu: virtio0 domain 1 type=dma-lazy endpoints=1 maps=40",
+        "ok 1 counters", "1..1", "TB-END viommu-stats 0", "TB-DONE", ""])
+    lines = report.driver_counters(ktap.parse_console(text))
+    assert any("40 MAP, 38 UNMAP" in ln for ln in lines)
+    assert any("20 kicks, 4.05 requests per kick" in ln for ln in lines)
+    assert any("3 faults, 3 reported to the IOMMU core" in ln for ln in lines)
+    assert lines[-1].endswith("virtio0 domain 1 type=dma-lazy endpoints=1 maps=40")

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of the virtio-iommu wire helpers: request encoding byte for
+ * byte, status to errno, and the decoding of PROBE properties and fault
+ * records, with well-formed and malformed device answers.
+ */
+#include <kunit/test.h>
+#include <linux/unaligned.h>
+
+#include "virtio-iommu-wire.h"
+
+static void viommu_test_encode_attach(struct kunit *test)
+{
+	static const u8 want[24] = {
+		0x01, 0, 0, 0,			/* type, reserved */
+		0x44, 0x33, 0x22, 0x11,		/* domain */
+		0x08, 0x00, 0x00, 0x80,		/* endpoint */
+		0x01, 0, 0, 0,			/* flags: BYPASS */
+		0, 0, 0, 0,			/* reserved */
+		0, 0, 0, 0,			/* tail */
+	};
+	struct virtio_iommu_req_attach req;
+
+	memset(&req, 0xa5, sizeof(req));
+	viommu_encode_attach(&req, 0x11223344, 0x80000008,
+			     VIRTIO_IOMMU_ATTACH_F_BYPASS);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+}
+
+static void viommu_test_encode_detach(struct kunit *test)
+{
+	static const u8 want[24] = {
+		0x02, 0, 0, 0,
+		0x07, 0, 0, 0,
+		0x10, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,
+	};
+	struct virtio_iommu_req_detach req;
+
+	memset(&req, 0xff, sizeof(req));
+	viommu_encode_detach(&req, 7, 16);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+}
+
+static void viommu_test_encode_map(struct kunit *test)
+{
+	static const u8 want[40] = {
+		0x03, 0, 0, 0,
+		0x02, 0, 0, 0,					/* domain */
+		0x00, 0x10, 0, 0, 0, 0, 0, 0,			/* virt_start */
+		0xff, 0x2f, 0, 0, 0, 0, 0, 0,			/* virt_end */
+		0x00, 0x00, 0x00, 0x80, 0x01, 0, 0, 0,		/* phys_start */
+		0x07, 0, 0, 0,					/* flags */
+		0, 0, 0, 0,
+	};
+	struct virtio_iommu_req_map req;
+
+	memset(&req, 0x5a, sizeof(req));
+	viommu_encode_map(&req, 2, 0x1000, 0x2fff, 0x180000000ULL,
+			  VIRTIO_IOMMU_MAP_F_MASK);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+}
+
+static void viommu_test_encode_unmap(struct kunit *test)
+{
+	static const u8 want[32] = {
+		0x04, 0, 0, 0,
+		0xff, 0xff, 0xff, 0xff,
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0, 0, 0, 0,
+		0, 0, 0, 0,
+	};
+	struct virtio_iommu_req_unmap req;
+
+	memset(&req, 0x33, sizeof(req));
+	viommu_encode_unmap(&req, U32_MAX, 0, U64_MAX);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+}
+
+static void viommu_test_encode_probe(struct kunit *test)
+{
+	const size_t probe_size = 64;
+	struct virtio_iommu_req_probe *req;
+	u8 *raw;
+	size_t i;
+
+	raw = kunit_kmalloc(test, sizeof(*req) + probe_size + VIOMMU_TAIL_LEN,
+			    GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, raw);
+	memset(raw, 0xee, sizeof(*req) + probe_size + VIOMMU_TAIL_LEN);
+	req = (void *)raw;
+	viommu_encode_probe(req, 0x1234, probe_size);
+	KUNIT_EXPECT_EQ(test, raw[0], VIRTIO_IOMMU_T_PROBE);
+	KUNIT_EXPECT_EQ(test, get_unaligned_le32(raw + 4), 0x1234);
+	/* Reserved bytes, properties and tail all cleared */
+	for (i = 8; i < sizeof(*req) + probe_size + VIOMMU_TAIL_LEN; i++)
+		KUNIT_EXPECT_EQ_MSG(test, raw[i], 0, "byte %zu", i);
+}
+
+static void viommu_test_status(struct kunit *test)
+{
+	static const struct {
+		u8 status;
+		int err;
+	} cases[] = {
+		{ VIRTIO_IOMMU_S_OK, 0 },
+		{ VIRTIO_IOMMU_S_IOERR, -EIO },
+		{ VIRTIO_IOMMU_S_UNSUPP, -EOPNOTSUPP },
+		{ VIRTIO_IOMMU_S_DEVERR, -EREMOTEIO },
+		{ VIRTIO_IOMMU_S_INVAL, -EINVAL },
+		{ VIRTIO_IOMMU_S_RANGE, -ERANGE },
+		{ VIRTIO_IOMMU_S_NOENT, -ENOENT },
+		{ VIRTIO_IOMMU_S_FAULT, -EFAULT },
+		{ VIRTIO_IOMMU_S_NOMEM, -ENOMEM },
+		{ 9, -EPROTO },
+		{ 0x80, -EPROTO },
+		{ 0xff, -EPROTO },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		KUNIT_EXPECT_EQ_MSG(test, viommu_status_errno(cases[i].status),
+				    cases[i].err, "status %u", cases[i].status);
+}
+
+static void viommu_test_req_result(struct kunit *test)
+{
+	/* A fixed-size request: 4 writable bytes */
+	KUNIT_EXPECT_EQ(test, viommu_req_result(4, 4, VIRTIO_IOMMU_S_OK), 0);
+	KUNIT_EXPECT_EQ(test, viommu_req_result(4, 4, VIRTIO_IOMMU_S_RANGE),
+			-ERANGE);
+	/* Used length 0: the device could not parse the request */
+	KUNIT_EXPECT_EQ(test, viommu_req_result(0, 4, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+	/* Short, or longer than the buffer: the tail is not trustworthy */
+	KUNIT_EXPECT_EQ(test, viommu_req_result(3, 4, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, viommu_req_result(8, 4, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, viommu_req_result(U32_MAX, 4, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+	/* PROBE: properties and tail */
+	KUNIT_EXPECT_EQ(test, viommu_req_result(516, 516, VIRTIO_IOMMU_S_OK), 0);
+	KUNIT_EXPECT_EQ(test, viommu_req_result(4, 516, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+	/* No room for a tail at all */
+	KUNIT_EXPECT_EQ(test, viommu_req_result(0, 0, VIRTIO_IOMMU_S_OK),
+			-EPROTO);
+}
+
+/* Append a property to @buf at *@pos */
+static void put_prop(u8 *buf, size_t *pos, u16 type, u16 len)
+{
+	put_unaligned_le16(type, buf + *pos);
+	put_unaligned_le16(len, buf + *pos + 2);
+	*pos += 4;
+}
+
+static void put_resv(u8 *buf, size_t *pos, u8 subtype, u64 start, u64 end)
+{
+	put_prop(buf, pos, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 20);
+	buf[*pos] = subtype;
+	put_unaligned_le64(start, buf + *pos + 4);
+	put_unaligned_le64(end, buf + *pos + 12);
+	*pos += 20;
+}
+
+static void viommu_test_probe_good(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[128] = {};
+	size_t w = 0, pos = 0;
+
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0xfee00000, 0xfeefffff);
+	put_prop(buf, &w, 0x7ff, 4);			/* unknown type */
+	w += 4;
+	/* Reserved upper bits of the type field are ignored */
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
+	put_unaligned_le16(0xf000 | VIRTIO_IOMMU_PROBE_T_RESV_MEM,
+			   buf + w - 24);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.subtype, VIRTIO_IOMMU_RESV_MEM_T_MSI);
+	KUNIT_EXPECT_EQ(test, prop.start, 0xfee00000);
+	KUNIT_EXPECT_EQ(test, prop.last, 0xfeefffff);
+	KUNIT_EXPECT_EQ(test, pos, 24);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, 0x7ff);
+	KUNIT_EXPECT_EQ(test, pos, 32);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.subtype, VIRTIO_IOMMU_RESV_MEM_T_RESERVED);
+	KUNIT_EXPECT_EQ(test, prop.last, 0xfff);
+
+	/* Zeroes: the NONE property ends the list */
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			0);
+}
+
+static void viommu_test_probe_edges(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[24] = {};
+	size_t w = 0, pos;
+
+	/* An empty area, and one too short for a header */
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, 0, &pos, &prop), 0);
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, 3, &pos, &prop), 0);
+	/* A position past the end */
+	pos = 100;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			0);
+
+	/* A property that fills the area exactly, without a NONE after it */
+	put_resv(buf, &w, 0, 0x1000, 0x1fff);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			0);
+
+	/* A one-byte range */
+	w = 0;
+	put_resv(buf, &w, 0, 0x5000, 0x5000);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.start, prop.last);
+}
+
+static void viommu_test_probe_malformed(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[64];
+	size_t w, pos;
+
+	/* Length runs past the area */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 0xffff);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, pos, 0);
+
+	/* An unknown property whose length runs one byte past the area */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_prop(buf, &w, 0x123, sizeof(buf) - 3);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+
+	/* RESV_MEM shorter than its fields */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 12);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+
+	/* RESV_MEM with start after end */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0x2000, 0x1fff);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+
+	/* A good property, then garbage that overruns */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_resv(buf, &w, 0, 0, 0xfff);
+	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 40);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+
+	/* All ones: an unknown type with a huge length */
+	memset(buf, 0xff, sizeof(buf));
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+}
+
+static void viommu_test_fault(struct kunit *test)
+{
+	struct viommu_fault_info info;
+	u8 raw[25] = {};
+	u8 *rec = raw + 1;		/* deliberately unaligned */
+
+	rec[0] = VIRTIO_IOMMU_FAULT_R_MAPPING;
+	put_unaligned_le32(VIRTIO_IOMMU_FAULT_F_WRITE |
+			   VIRTIO_IOMMU_FAULT_F_ADDRESS, rec + 4);
+	put_unaligned_le32(0x18, rec + 8);
+	put_unaligned_le64(0xdead000, rec + 16);
+
+	KUNIT_ASSERT_EQ(test, viommu_decode_fault(rec, 24, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.reason, VIRTIO_IOMMU_FAULT_R_MAPPING);
+	KUNIT_EXPECT_EQ(test, info.flags, VIRTIO_IOMMU_FAULT_F_WRITE |
+					  VIRTIO_IOMMU_FAULT_F_ADDRESS);
+	KUNIT_EXPECT_EQ(test, info.endpoint, 0x18);
+	KUNIT_EXPECT_EQ(test, info.address, 0xdead000);
+
+	/* Wrong used lengths */
+	KUNIT_EXPECT_EQ(test, viommu_decode_fault(rec, 0, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, viommu_decode_fault(rec, 23, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, viommu_decode_fault(rec, 25, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, info.endpoint, 0);
+
+	/* Reserved bytes set: not a fault record this driver knows */
+	rec[2] = 1;
+	KUNIT_EXPECT_EQ(test, viommu_decode_fault(rec, 24, &info), -EPROTO);
+	rec[2] = 0;
+
+	/* Unknown reason and flags are passed on, not rejected */
+	rec[0] = 0x42;
+	put_unaligned_le32(0xffffffff, rec + 4);
+	KUNIT_EXPECT_EQ(test, viommu_decode_fault(rec, 24, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.reason, 0x42);
+}
+
+static struct kunit_case viommu_wire_cases[] = {
+	KUNIT_CASE(viommu_test_encode_attach),
+	KUNIT_CASE(viommu_test_encode_detach),
+	KUNIT_CASE(viommu_test_encode_map),
+	KUNIT_CASE(viommu_test_encode_unmap),
+	KUNIT_CASE(viommu_test_encode_probe),
+	KUNIT_CASE(viommu_test_status),
+	KUNIT_CASE(viommu_test_req_result),
+	KUNIT_CASE(viommu_test_probe_good),
+	KUNIT_CASE(viommu_test_probe_edges),
+	KUNIT_CASE(viommu_test_probe_malformed),
+	KUNIT_CASE(viommu_test_fault),
+	{}
+};
+
+static struct kunit_suite viommu_wire_suite = {
+	.name = "virtio-iommu-wire",
+	.test_cases = viommu_wire_cases,
+};
+
+kunit_test_suite(viommu_wire_suite);
+
+MODULE_DESCRIPTION("KUnit tests of the virtio-iommu wire helpers");
+MODULE_LICENSE("GPL");

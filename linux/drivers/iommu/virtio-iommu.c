@@ -1,0 +1,1722 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * virtio-iommu guest driver, MAP/UNMAP mode.
+ *
+ * The device (virtio 1.3, device ID 23) translates the DMA of the endpoints
+ * behind it. The driver attaches endpoints to domains and, for every
+ * iommu_map()/iommu_unmap() the IOMMU core or dma-iommu makes, sends MAP and
+ * UNMAP requests on the request queue. Faults arrive on the event queue.
+ *
+ * Cost model: each kick of the request queue is an exit to the VMM, so the
+ * driver batches. MAP requests are queued by map_pages() and sent by
+ * iotlb_sync_map(); UNMAP requests are queued by unmap_pages() and sent by
+ * iotlb_sync() (strict domains) or flush_iotlb_all() (lazy domains, from the
+ * flush queue). Requests live in preallocated slots, so the DMA path neither
+ * allocates nor copies a request buffer. A caller that may sleep waits for
+ * the request queue interrupt; the DMA path, which may run in atomic
+ * context, polls with interrupts enabled between looks and gives up after a
+ * bounded time.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/dma-map-ops.h>
+#include <linux/interval_tree.h>
+#include <linux/iommu.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/of.h>
+#include <linux/pci.h>
+#include <linux/seq_file.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/virtio.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "dma-iommu.h"
+#include "virtio-iommu-wire.h"
+
+#define VIOMMU_REQUEST_VQ		0
+#define VIOMMU_EVENT_VQ			1
+#define VIOMMU_NR_VQS			2
+
+/*
+ * Where dma-iommu maps MSI doorbells when the device reports no MSI
+ * region (the Arm GIC ITS case): an IOVA window no DMA allocation uses.
+ */
+#define VIOMMU_SW_MSI_BASE		0x8000000
+#define VIOMMU_SW_MSI_SIZE		0x100000
+
+/* At most this many requests in flight: the slots are allocated up front. */
+#define VIOMMU_MAX_SLOTS		256
+/* A PROBE answer larger than this is not a device we believe. */
+#define VIOMMU_MAX_PROBE_SIZE		SZ_64K
+/* How long a polling caller waits for the device before giving up. */
+#define VIOMMU_POLL_TIMEOUT_US		(2 * USEC_PER_SEC)
+/* How long a sleeping caller waits. */
+#define VIOMMU_SLEEP_TIMEOUT		(10 * HZ)
+
+/* Counters of the whole device, under viommu_dev.rq_lock. */
+struct viommu_stats {
+	u64	requests[VIRTIO_IOMMU_T_PROBE + 1];
+	u64	errors;			/* requests that failed */
+	u64	bad_answers;		/* of which the device's answer was unusable */
+	u64	kicks;			/* notifications sent to the device */
+	u64	kicked_requests;	/* requests those notifications covered */
+	u64	sleeps;			/* waits on the request queue interrupt */
+	u64	polls;			/* bounded polls */
+	u64	timeouts;		/* waits that gave up */
+	u64	slot_waits;		/* no free slot: waited for one */
+};
+
+/* Counters of the event queue, under viommu_dev.ep_lock. */
+struct viommu_event_stats {
+	u64	faults;			/* fault records received */
+	u64	reported;		/* of which reported to the IOMMU core */
+	u64	unknown_ep;		/* endpoint or domain not found */
+	u64	bad_events;		/* malformed event buffers */
+};
+
+struct viommu_dev {
+	struct iommu_device		iommu;
+	struct device			*dev;
+	struct virtio_device		*vdev;
+	struct virtqueue		*vqs[VIOMMU_NR_VQS];
+
+	/* Request queue: slots, in-flight list, counters */
+	spinlock_t			rq_lock;
+	struct viommu_slot		*slots;
+	unsigned int			nr_slots;
+	struct list_head		free_slots;
+	struct list_head		inflight;	/* in submission order */
+	unsigned int			unkicked;
+	u64				next_seq;
+	unsigned int			sleepers;
+	wait_queue_head_t		rq_wait;
+	struct viommu_stats		stats;
+
+	/* PROBE buffer; PROBE requests are serialised by probe_mutex */
+	struct mutex			probe_mutex;
+	void				*probe_buf;
+
+	/* Endpoint IDs to endpoints, and each endpoint's domain */
+	spinlock_t			ep_lock;
+	struct xarray			endpoints;
+	struct viommu_event_stats	evstats;
+
+	struct ida			domain_ids;
+	spinlock_t			domains_lock;	/* protects domains */
+	struct list_head		domains;	/* for debugfs */
+
+	struct virtio_iommu_fault	*events;
+	unsigned int			nr_events;
+
+	/* Device configuration, read at probe */
+	struct iommu_domain_geometry	geometry;
+	u64				pgsize_bitmap;
+	u32				first_domain;
+	u32				last_domain;
+	u32				map_flags;	/* MAP flags the device accepts */
+	u32				probe_size;
+
+	struct dentry			*debugfs;
+};
+
+/*
+ * A request slot. The request buffer comes first and is cache-line aligned
+ * so that the device-visible bytes of two slots never share a line.
+ */
+struct viommu_slot {
+	union viommu_req_buf		req ____cacheline_aligned;
+	void				*buf;		/* &req, or the PROBE buffer */
+	u32				len;		/* bytes at @buf */
+	u32				write_len;	/* device-writable bytes at the end */
+	struct list_head		node;		/* free or in-flight list */
+	u64				seq;
+	struct viommu_domain		*vdomain;	/* MAP/UNMAP accounting */
+	u8				type;
+	bool				waited;		/* a caller collects the result */
+	bool				done;
+	int				result;
+};
+
+/* Per-domain counters; each is written under the lock named beside it. */
+struct viommu_domain_stats {
+	u64	maps;			/* mappings_lock */
+	u64	unmaps;			/* mappings_lock */
+	u64	mapped_bytes;		/* mappings_lock */
+	u64	unmapped_bytes;		/* mappings_lock */
+	u64	errors;			/* mappings_lock */
+	u64	faults;			/* viommu_dev.ep_lock */
+};
+
+/*
+ * A domain's mappings are kept in an interval tree, one node per MAP
+ * request the device holds. MAP/UNMAP mode needs exactly that record: the
+ * device refuses an UNMAP that would split one MAP, a domain that loses its
+ * last endpoint loses its mappings on the device and must replay them
+ * request by request, and a MAP that failed must be found by range. A page
+ * table (generic_pt) stores leaves, not request boundaries; it is the
+ * structure of the page-table sharing mode, which will sit beside this one
+ * with its own domain ops.
+ */
+struct viommu_mapping {
+	struct interval_tree_node	iova;
+	phys_addr_t			paddr;
+	u32				flags;
+	int				err;		/* the device refused it */
+};
+
+struct viommu_domain {
+	struct iommu_domain		domain;
+	struct viommu_dev		*viommu;
+	struct mutex			mutex;		/* finalise, attach, nr_endpoints */
+	unsigned int			id;
+	u32				map_flags;
+	bool				bypass;
+	unsigned int			nr_endpoints;
+
+	spinlock_t			mappings_lock;
+	struct rb_root_cached		mappings;
+
+	struct list_head		list;		/* viommu_dev.domains */
+	struct viommu_domain_stats	stats;
+};
+
+struct viommu_endpoint {
+	struct device			*dev;
+	struct viommu_dev		*viommu;
+	struct viommu_domain		*vdomain;	/* under viommu_dev.ep_lock */
+	struct list_head		resv_regions;
+};
+
+static struct dentry *viommu_debugfs_root;
+
+#define to_viommu_domain(d)	container_of(d, struct viommu_domain, domain)
+
+/* Request queue */
+
+static void viommu_mapping_failed(struct viommu_domain *vdomain, u64 start,
+				  int err)
+{
+	struct interval_tree_node *node;
+	unsigned long flags;
+
+	spin_lock_irqsave(&vdomain->mappings_lock, flags);
+	vdomain->stats.errors++;
+	node = interval_tree_iter_first(&vdomain->mappings, start, start);
+	if (node && node->start == start)
+		container_of(node, struct viommu_mapping, iova)->err = err;
+	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+}
+
+/* A request came back; rq_lock held. */
+static void viommu_complete(struct viommu_dev *viommu, struct viommu_slot *slot,
+			    unsigned int used)
+{
+	const struct virtio_iommu_req_tail *tail = slot->buf + slot->len -
+						   VIOMMU_TAIL_LEN;
+	int ret = viommu_req_result(used, slot->write_len, tail->status);
+
+	list_del(&slot->node);
+	if (ret) {
+		viommu->stats.errors++;
+		if (ret == -EPROTO) {
+			viommu->stats.bad_answers++;
+			dev_err_ratelimited(viommu->dev,
+					    "request type %u: unusable answer (used length %u of %u, status %u)\n",
+					    slot->type, used, slot->write_len,
+					    tail->status);
+		}
+	}
+	if (ret && slot->vdomain && slot->type == VIRTIO_IOMMU_T_MAP) {
+		u64 start = le64_to_cpu(slot->req.map.virt_start);
+
+		dev_err_ratelimited(viommu->dev,
+				    "MAP %#llx-%#llx in domain %u failed: %d\n",
+				    start, le64_to_cpu(slot->req.map.virt_end),
+				    slot->vdomain->id, ret);
+		viommu_mapping_failed(slot->vdomain, start, ret);
+	} else if (ret && slot->vdomain && slot->type == VIRTIO_IOMMU_T_UNMAP) {
+		dev_err_ratelimited(viommu->dev,
+				    "UNMAP %#llx-%#llx in domain %u failed: %d\n",
+				    le64_to_cpu(slot->req.unmap.virt_start),
+				    le64_to_cpu(slot->req.unmap.virt_end),
+				    slot->vdomain->id, ret);
+		spin_lock(&slot->vdomain->mappings_lock);
+		slot->vdomain->stats.errors++;
+		spin_unlock(&slot->vdomain->mappings_lock);
+	}
+
+	if (slot->waited) {
+		slot->result = ret;
+		slot->done = true;
+	} else {
+		list_add(&slot->node, &viommu->free_slots);
+	}
+}
+
+/* Collect what the device has answered; rq_lock held. */
+static void viommu_reap(struct viommu_dev *viommu)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	struct viommu_slot *slot;
+	unsigned int used;
+	bool any = false;
+
+	while ((slot = virtqueue_get_buf(vq, &used))) {
+		viommu_complete(viommu, slot, used);
+		any = true;
+	}
+	if (any && viommu->sleepers)
+		wake_up_all(&viommu->rq_wait);
+}
+
+/* Notify the device of the requests added since the last kick; rq_lock held. */
+static void viommu_kick(struct viommu_dev *viommu)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+
+	if (!viommu->unkicked)
+		return;
+	viommu->stats.kicked_requests += viommu->unkicked;
+	viommu->unkicked = 0;
+	if (virtqueue_kick_prepare(vq)) {
+		viommu->stats.kicks++;
+		virtqueue_notify(vq);
+	}
+}
+
+/* The request queue interrupt: used only while a caller sleeps on it. */
+static void viommu_request_done(struct virtqueue *vq)
+{
+	struct viommu_dev *viommu = vq->vdev->priv;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	viommu_reap(viommu);
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+}
+
+/* Conditions a caller waits for, evaluated with rq_lock held after a reap. */
+static bool viommu_seq_done(struct viommu_dev *viommu, u64 seq)
+{
+	struct viommu_slot *first;
+
+	first = list_first_entry_or_null(&viommu->inflight, struct viommu_slot,
+					 node);
+	return !first || first->seq > seq;
+}
+
+static bool viommu_slot_free(struct viommu_dev *viommu, u64 unused)
+{
+	return !list_empty(&viommu->free_slots);
+}
+
+static bool viommu_slot_done(struct viommu_dev *viommu, u64 slot)
+{
+	return ((struct viommu_slot *)(uintptr_t)slot)->done;
+}
+
+typedef bool (*viommu_cond_t)(struct viommu_dev *viommu, u64 arg);
+
+static bool viommu_check(struct viommu_dev *viommu, viommu_cond_t cond,
+			 u64 arg)
+{
+	unsigned long flags;
+	bool ret;
+
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	viommu_reap(viommu);
+	ret = cond(viommu, arg) ||
+	      virtqueue_is_broken(viommu->vqs[VIOMMU_REQUEST_VQ]);
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+	return ret;
+}
+
+/*
+ * viommu_wait() - wait for @cond, rq_lock held (and dropped while waiting)
+ *
+ * A caller that may sleep enables the request queue interrupt and sleeps;
+ * any other caller polls, with the lock dropped (and its interrupts as they
+ * were before it took the lock) between two looks, for a bounded time.
+ */
+static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
+		       bool may_sleep, unsigned long *flags)
+	__must_hold(&viommu->rq_lock)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	ktime_t deadline;
+
+	viommu_kick(viommu);
+	viommu_reap(viommu);
+	if (cond(viommu, arg))
+		return 0;
+
+	if (may_sleep) {
+		viommu->stats.sleeps++;
+		if (!viommu->sleepers++)
+			virtqueue_enable_cb(vq);
+		spin_unlock_irqrestore(&viommu->rq_lock, *flags);
+		wait_event_timeout(viommu->rq_wait,
+				   viommu_check(viommu, cond, arg),
+				   VIOMMU_SLEEP_TIMEOUT);
+		spin_lock_irqsave(&viommu->rq_lock, *flags);
+		if (!--viommu->sleepers)
+			virtqueue_disable_cb(vq);
+		viommu_reap(viommu);
+	} else {
+		viommu->stats.polls++;
+		deadline = ktime_add_us(ktime_get(), VIOMMU_POLL_TIMEOUT_US);
+		for (;;) {
+			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
+			udelay(1);
+			spin_lock_irqsave(&viommu->rq_lock, *flags);
+			viommu_reap(viommu);
+			if (cond(viommu, arg) || virtqueue_is_broken(vq) ||
+			    ktime_after(ktime_get(), deadline))
+				break;
+		}
+	}
+	if (cond(viommu, arg))
+		return 0;
+	if (virtqueue_is_broken(vq)) {
+		dev_err_ratelimited(viommu->dev, "request queue is broken\n");
+		return -EIO;
+	}
+	viommu->stats.timeouts++;
+	dev_err_ratelimited(viommu->dev, "device did not answer in time\n");
+	return -ETIMEDOUT;
+}
+
+/* A free slot, rq_lock held (dropped while waiting for one). */
+static struct viommu_slot *viommu_get_slot(struct viommu_dev *viommu,
+					   bool may_sleep, unsigned long *flags)
+	__must_hold(&viommu->rq_lock)
+{
+	int ret;
+
+	if (list_empty(&viommu->free_slots)) {
+		viommu->stats.slot_waits++;
+		ret = viommu_wait(viommu, viommu_slot_free, 0, may_sleep, flags);
+		if (ret)
+			return ERR_PTR(ret);
+	}
+	return list_first_entry(&viommu->free_slots, struct viommu_slot, node);
+}
+
+/*
+ * Queue the request in @slot without notifying the device; rq_lock held.
+ * @slot->buf, len and write_len describe it.
+ */
+static int viommu_queue(struct viommu_dev *viommu, struct viommu_slot *slot,
+			struct viommu_domain *vdomain)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	struct scatterlist out, in, *sgs[2] = { &out, &in };
+	int ret;
+
+	slot->type = ((struct virtio_iommu_req_head *)slot->buf)->type;
+	slot->vdomain = vdomain;
+	slot->done = false;
+	sg_init_one(&out, slot->buf, slot->len - slot->write_len);
+	sg_init_one(&in, slot->buf + slot->len - slot->write_len,
+		    slot->write_len);
+	ret = virtqueue_add_sgs(vq, sgs, 1, 1, slot, GFP_ATOMIC);
+	if (ret) {
+		dev_err_ratelimited(viommu->dev, "cannot queue a request: %d\n",
+				    ret);
+		return ret;
+	}
+	list_move_tail(&slot->node, &viommu->inflight);
+	slot->seq = ++viommu->next_seq;
+	viommu->unkicked++;
+	if (slot->type < ARRAY_SIZE(viommu->stats.requests))
+		viommu->stats.requests[slot->type]++;
+	return 0;
+}
+
+/* Wait for every request queued so far (by anyone) to complete. */
+static int viommu_sync(struct viommu_dev *viommu, bool may_sleep)
+{
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	ret = viommu_wait(viommu, viommu_seq_done, viommu->next_seq, may_sleep,
+			  &flags);
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+	return ret;
+}
+
+/*
+ * viommu_send_sync() - send one request and wait for its answer (may sleep)
+ * @viommu: the device
+ * @req: a fixed-size request to copy into a slot, or NULL
+ * @buf: with @req NULL, a buffer the request lives in (PROBE)
+ * @len: size of the request, tail included
+ * @write_len: size of its device-writable part
+ *
+ * Return: 0, the request's errno, or -ETIMEDOUT. On -ETIMEDOUT the request
+ * stays with the device; @buf must then not be reused.
+ */
+static int viommu_send_sync(struct viommu_dev *viommu,
+			    const union viommu_req_buf *req, void *buf,
+			    size_t len, size_t write_len)
+{
+	struct viommu_slot *slot;
+	unsigned long flags;
+	int ret;
+
+	might_sleep();
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	slot = viommu_get_slot(viommu, true, &flags);
+	if (IS_ERR(slot)) {
+		ret = PTR_ERR(slot);
+		goto out_unlock;
+	}
+	if (req) {
+		slot->req = *req;
+		slot->buf = &slot->req;
+	} else {
+		slot->buf = buf;
+	}
+	slot->len = len;
+	slot->write_len = write_len;
+	slot->waited = true;
+	ret = viommu_queue(viommu, slot, NULL);
+	if (ret)
+		goto out_unlock;
+	ret = viommu_wait(viommu, viommu_slot_done, (uintptr_t)slot, true,
+			  &flags);
+	if (ret) {
+		/* Abandoned: the completion returns the slot to the free list. */
+		slot->waited = false;
+		goto out_unlock;
+	}
+	ret = slot->result;
+	slot->waited = false;
+	list_add(&slot->node, &viommu->free_slots);
+out_unlock:
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+	return ret;
+}
+
+/* Queue a MAP (or UNMAP) for the next sync, building it in its slot. */
+static int viommu_queue_map(struct viommu_domain *vdomain, u64 start, u64 last,
+			    u64 phys, u32 flags, bool unmap)
+{
+	struct viommu_dev *viommu = vdomain->viommu;
+	struct viommu_slot *slot;
+	unsigned long irqflags;
+	int ret;
+
+	spin_lock_irqsave(&viommu->rq_lock, irqflags);
+	slot = viommu_get_slot(viommu, false, &irqflags);
+	if (IS_ERR(slot)) {
+		ret = PTR_ERR(slot);
+		goto out_unlock;
+	}
+	slot->buf = &slot->req;
+	slot->waited = false;
+	if (unmap) {
+		viommu_encode_unmap(&slot->req.unmap, vdomain->id, start, last);
+		slot->len = sizeof(slot->req.unmap);
+	} else {
+		viommu_encode_map(&slot->req.map, vdomain->id, start, last,
+				  phys, flags);
+		slot->len = sizeof(slot->req.map);
+	}
+	slot->write_len = VIOMMU_TAIL_LEN;
+	ret = viommu_queue(viommu, slot, vdomain);
+out_unlock:
+	spin_unlock_irqrestore(&viommu->rq_lock, irqflags);
+	return ret;
+}
+
+/* Forget @vdomain in requests still in flight (it is going away). */
+static void viommu_forget_domain(struct viommu_dev *viommu,
+				 struct viommu_domain *vdomain)
+{
+	struct viommu_slot *slot;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	list_for_each_entry(slot, &viommu->inflight, node)
+		if (slot->vdomain == vdomain)
+			slot->vdomain = NULL;
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+}
+
+/* Domain bookkeeping */
+
+static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
+			      u64 last, phys_addr_t paddr, u32 flags, gfp_t gfp)
+{
+	struct viommu_mapping *mapping;
+	unsigned long irqflags;
+
+	mapping = kzalloc(sizeof(*mapping), gfp);
+	if (!mapping)
+		return -ENOMEM;
+	mapping->iova.start = start;
+	mapping->iova.last = last;
+	mapping->paddr = paddr;
+	mapping->flags = flags;
+
+	spin_lock_irqsave(&vdomain->mappings_lock, irqflags);
+	if (interval_tree_iter_first(&vdomain->mappings, start, last)) {
+		spin_unlock_irqrestore(&vdomain->mappings_lock, irqflags);
+		kfree(mapping);
+		return -EEXIST;
+	}
+	interval_tree_insert(&mapping->iova, &vdomain->mappings);
+	vdomain->stats.maps++;
+	vdomain->stats.mapped_bytes += last - start + 1;
+	spin_unlock_irqrestore(&vdomain->mappings_lock, irqflags);
+	return 0;
+}
+
+/*
+ * Remove the mappings inside [start, last]. A mapping that begins before
+ * @start cannot be split: stop there. One that ends after @last is removed
+ * whole, as the device would. *@end gets the last address removed.
+ *
+ * Return: the number of bytes removed.
+ */
+static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
+				  u64 last, u64 *end)
+{
+	struct interval_tree_node *node, *next;
+	unsigned long flags;
+	size_t removed = 0;
+
+	*end = start;
+	spin_lock_irqsave(&vdomain->mappings_lock, flags);
+	next = interval_tree_iter_first(&vdomain->mappings, start, last);
+	while (next) {
+		node = next;
+		next = interval_tree_iter_next(node, start, last);
+		if (node->start < start)
+			break;
+		removed += node->last - node->start + 1;
+		*end = max_t(u64, *end, node->last);
+		interval_tree_remove(node, &vdomain->mappings);
+		kfree(container_of(node, struct viommu_mapping, iova));
+	}
+	if (removed) {
+		vdomain->stats.unmaps++;
+		vdomain->stats.unmapped_bytes += removed;
+	}
+	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+	return removed;
+}
+
+/* The first error of a MAP that overlaps [start, last], or 0. */
+static int viommu_mapping_error(struct viommu_domain *vdomain, u64 start,
+				u64 last)
+{
+	struct interval_tree_node *node;
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&vdomain->mappings_lock, flags);
+	for (node = interval_tree_iter_first(&vdomain->mappings, start, last);
+	     node && !err; node = interval_tree_iter_next(node, start, last))
+		err = container_of(node, struct viommu_mapping, iova)->err;
+	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+	return err;
+}
+
+/*
+ * Send the domain's mappings again: the device dropped them when the
+ * domain's last endpoint left it. Batched: one kick for the lot.
+ */
+static int viommu_replay_mappings(struct viommu_domain *vdomain)
+{
+	struct interval_tree_node *node;
+	struct viommu_mapping m;
+	unsigned long flags;
+	u64 pos = 0;
+	int ret = 0;
+
+	for (;;) {
+		spin_lock_irqsave(&vdomain->mappings_lock, flags);
+		node = interval_tree_iter_first(&vdomain->mappings, pos,
+						ULLONG_MAX);
+		if (node)
+			m = *container_of(node, struct viommu_mapping, iova);
+		spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+		if (!node)
+			break;
+		ret = viommu_queue_map(vdomain, m.iova.start, m.iova.last,
+				       m.paddr, m.flags, false);
+		if (ret || m.iova.last == ULLONG_MAX)
+			break;
+		pos = m.iova.last + 1;
+	}
+	if (!ret)
+		ret = viommu_sync(vdomain->viommu, true);
+	if (!ret)
+		ret = viommu_mapping_error(vdomain, 0, ULLONG_MAX);
+	return ret;
+}
+
+/* Identity-map everything but the endpoint's reserved regions. */
+static int viommu_map_identity(struct viommu_endpoint *vdev,
+			       struct viommu_domain *vdomain)
+{
+	u64 granule = 1ULL << __ffs(vdomain->domain.pgsize_bitmap);
+	u32 flags = VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE;
+	u64 start = ALIGN(vdomain->domain.geometry.aperture_start, granule);
+	u64 limit = vdomain->domain.geometry.aperture_end;
+	struct iommu_resv_region *resv;
+	u64 end;
+	int ret;
+
+	if ((limit & (granule - 1)) != granule - 1)
+		limit = ALIGN_DOWN(limit, granule) - 1;
+
+	list_for_each_entry(resv, &vdev->resv_regions, list) {
+		u64 rstart = ALIGN_DOWN(resv->start, granule);
+		u64 rlast = ALIGN(resv->start + resv->length, granule) - 1;
+
+		if (rlast < start || rstart > limit)
+			continue;
+		if (rstart > start) {
+			ret = viommu_add_mapping(vdomain, start, rstart - 1,
+						 start, flags, GFP_KERNEL);
+			if (ret)
+				goto err_unmap;
+		}
+		if (rlast >= limit)
+			return 0;
+		start = rlast + 1;
+	}
+	ret = viommu_add_mapping(vdomain, start, limit, start, flags,
+				 GFP_KERNEL);
+	if (!ret)
+		return 0;
+err_unmap:
+	viommu_del_mappings(vdomain, 0, ULLONG_MAX, &end);
+	return ret;
+}
+
+/* Probe */
+
+static int viommu_add_resv(struct viommu_endpoint *vdev,
+			   const struct viommu_probe_prop *prop)
+{
+	struct iommu_resv_region *region, *next;
+	phys_addr_t start = prop->start;
+	size_t size = prop->last - prop->start + 1;
+	enum iommu_resv_type type;
+	int prot = 0;
+
+	if (start != prop->start || size - 1 != prop->last - prop->start) {
+		dev_err(vdev->dev, "reserved region %#llx-%#llx does not fit\n",
+			prop->start, prop->last);
+		return -EOVERFLOW;
+	}
+	switch (prop->subtype) {
+	case VIRTIO_IOMMU_RESV_MEM_T_MSI:
+		type = IOMMU_RESV_MSI;
+		prot = IOMMU_WRITE | IOMMU_NOEXEC | IOMMU_MMIO;
+		break;
+	default:
+		/* The specification says: treat an unknown subtype as RESERVED */
+		dev_warn(vdev->dev, "unknown reserved region subtype %u\n",
+			 prop->subtype);
+		fallthrough;
+	case VIRTIO_IOMMU_RESV_MEM_T_RESERVED:
+		type = IOMMU_RESV_RESERVED;
+		break;
+	}
+
+	/* Every endpoint ID of the device is probed: keep one copy of each. */
+	list_for_each_entry(next, &vdev->resv_regions, list) {
+		if (next->start == start && next->length == size &&
+		    next->type == type)
+			return 0;
+		if (next->start > start)
+			break;
+	}
+	region = iommu_alloc_resv_region(start, size, prot, type, GFP_KERNEL);
+	if (!region)
+		return -ENOMEM;
+	/* Sorted by start address, which viommu_map_identity() relies on */
+	list_add_tail(&region->list, &next->list);
+	return 0;
+}
+
+static int viommu_probe_endpoint(struct viommu_dev *viommu,
+				 struct viommu_endpoint *vdev, u32 epid)
+{
+	size_t len = sizeof(struct virtio_iommu_req_probe) + viommu->probe_size +
+		     VIOMMU_TAIL_LEN;
+	struct virtio_iommu_req_probe *probe;
+	struct viommu_probe_prop prop;
+	size_t pos = 0;
+	int ret;
+
+	mutex_lock(&viommu->probe_mutex);
+	if (!viommu->probe_buf)
+		viommu->probe_buf = devm_kmalloc(viommu->dev, len, GFP_KERNEL);
+	probe = viommu->probe_buf;
+	if (!probe) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	viommu_encode_probe(probe, epid, viommu->probe_size);
+	ret = viommu_send_sync(viommu, NULL, probe, len,
+			       viommu->probe_size + VIOMMU_TAIL_LEN);
+	if (ret == -ETIMEDOUT) {
+		/* The device may still write it: never reuse this buffer */
+		viommu->probe_buf = NULL;
+	}
+	if (ret) {
+		dev_err(vdev->dev, "PROBE of endpoint %u failed: %d\n", epid,
+			ret);
+		goto out_unlock;
+	}
+
+	while ((ret = viommu_probe_next(probe->properties, viommu->probe_size,
+					&pos, &prop)) > 0) {
+		if (prop.type != VIRTIO_IOMMU_PROBE_T_RESV_MEM) {
+			dev_dbg(vdev->dev, "ignoring probe property %#x\n",
+				prop.type);
+			continue;
+		}
+		ret = viommu_add_resv(vdev, &prop);
+		if (ret)
+			break;
+	}
+	if (ret == -EPROTO)
+		dev_err(vdev->dev,
+			"malformed PROBE properties for endpoint %u at offset %zu\n",
+			epid, pos);
+out_unlock:
+	mutex_unlock(&viommu->probe_mutex);
+	return ret;
+}
+
+/* Events */
+
+static const char *viommu_fault_reason(u8 reason)
+{
+	switch (reason) {
+	case VIRTIO_IOMMU_FAULT_R_DOMAIN:
+		return "domain";
+	case VIRTIO_IOMMU_FAULT_R_MAPPING:
+		return "page";
+	default:
+		return "unknown";
+	}
+}
+
+static void viommu_handle_fault(struct viommu_dev *viommu,
+				const struct viommu_fault_info *f)
+{
+	u64 addr = f->flags & VIRTIO_IOMMU_FAULT_F_ADDRESS ? f->address : 0;
+	int flags = f->flags & VIRTIO_IOMMU_FAULT_F_WRITE ? IOMMU_FAULT_WRITE :
+							    IOMMU_FAULT_READ;
+	struct viommu_endpoint *vdev;
+	struct viommu_domain *vdomain = NULL;
+	const char *outcome = "no handler";
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&viommu->ep_lock, irqflags);
+	viommu->evstats.faults++;
+	vdev = xa_load(&viommu->endpoints, f->endpoint);
+	if (vdev)
+		vdomain = vdev->vdomain;
+	if (vdomain) {
+		vdomain->stats.faults++;
+		viommu->evstats.reported++;
+		if (vdomain->domain.handler)
+			outcome = "handled";
+		if (report_iommu_fault(&vdomain->domain, vdev->dev, addr,
+				       flags) && vdomain->domain.handler)
+			outcome = "handler failed";
+	} else {
+		viommu->evstats.unknown_ep++;
+	}
+	spin_unlock_irqrestore(&viommu->ep_lock, irqflags);
+
+	if (vdomain)
+		dev_err_ratelimited(viommu->dev,
+				    "%s fault from EP %u at %#llx [%s%s%s]: reported to the IOMMU core (domain %u, %s)\n",
+				    viommu_fault_reason(f->reason), f->endpoint,
+				    addr,
+				    f->flags & VIRTIO_IOMMU_FAULT_F_READ ? "R" : "",
+				    f->flags & VIRTIO_IOMMU_FAULT_F_WRITE ? "W" : "",
+				    f->flags & VIRTIO_IOMMU_FAULT_F_EXEC ? "X" : "",
+				    vdomain->id, outcome);
+	else
+		dev_err_ratelimited(viommu->dev,
+				    "%s fault from EP %u at %#llx: endpoint has no domain\n",
+				    viommu_fault_reason(f->reason), f->endpoint,
+				    addr);
+}
+
+static void viommu_event_done(struct virtqueue *vq)
+{
+	struct viommu_dev *viommu = vq->vdev->priv;
+	struct virtio_iommu_fault *evt;
+	struct viommu_fault_info info;
+	struct scatterlist sg;
+	unsigned long flags;
+	unsigned int used;
+
+	while ((evt = virtqueue_get_buf(vq, &used))) {
+		if (viommu_decode_fault(evt, used, &info)) {
+			spin_lock_irqsave(&viommu->ep_lock, flags);
+			viommu->evstats.bad_events++;
+			spin_unlock_irqrestore(&viommu->ep_lock, flags);
+			dev_err_ratelimited(viommu->dev,
+					    "malformed event (used length %u)\n",
+					    used);
+		} else {
+			viommu_handle_fault(viommu, &info);
+		}
+		/* Give the buffer back, cleared */
+		memset(evt, 0, sizeof(*evt));
+		sg_init_one(&sg, evt, sizeof(*evt));
+		if (virtqueue_add_inbuf(vq, &sg, 1, evt, GFP_ATOMIC))
+			dev_err_ratelimited(viommu->dev,
+					    "cannot return an event buffer\n");
+	}
+	virtqueue_kick(vq);
+}
+
+/* IOMMU API */
+
+static struct iommu_domain *viommu_domain_alloc(unsigned int type)
+{
+	struct viommu_domain *vdomain;
+
+	if (type != IOMMU_DOMAIN_UNMANAGED && type != IOMMU_DOMAIN_DMA &&
+	    type != IOMMU_DOMAIN_DMA_FQ && type != IOMMU_DOMAIN_IDENTITY)
+		return NULL;
+
+	vdomain = kzalloc(sizeof(*vdomain), GFP_KERNEL);
+	if (!vdomain)
+		return NULL;
+	mutex_init(&vdomain->mutex);
+	spin_lock_init(&vdomain->mappings_lock);
+	vdomain->mappings = RB_ROOT_CACHED;
+	INIT_LIST_HEAD(&vdomain->list);
+	return &vdomain->domain;
+}
+
+/* Bind a domain to the device of its first endpoint; vdomain->mutex held. */
+static int viommu_domain_finalise(struct viommu_endpoint *vdev,
+				  struct viommu_domain *vdomain)
+{
+	struct viommu_dev *viommu = vdev->viommu;
+	struct iommu_domain *domain = &vdomain->domain;
+	unsigned long granule = 1UL << __ffs(viommu->pgsize_bitmap);
+	int ret;
+
+	if (granule > PAGE_SIZE) {
+		dev_err(vdev->dev, "IOMMU granule %#lx is larger than a page\n",
+			granule);
+		return -ENODEV;
+	}
+	ret = ida_alloc_range(&viommu->domain_ids, viommu->first_domain,
+			      viommu->last_domain, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+
+	vdomain->id = ret;
+	vdomain->map_flags = viommu->map_flags;
+	domain->pgsize_bitmap = viommu->pgsize_bitmap;
+	domain->geometry = viommu->geometry;
+
+	if (domain->type == IOMMU_DOMAIN_IDENTITY) {
+		if (virtio_has_feature(viommu->vdev,
+				       VIRTIO_IOMMU_F_BYPASS_CONFIG)) {
+			vdomain->bypass = true;
+		} else {
+			ret = viommu_map_identity(vdev, vdomain);
+			if (ret) {
+				ida_free(&viommu->domain_ids, vdomain->id);
+				return ret;
+			}
+		}
+	}
+	vdomain->viommu = viommu;
+
+	spin_lock(&viommu->domains_lock);
+	list_add_tail(&vdomain->list, &viommu->domains);
+	spin_unlock(&viommu->domains_lock);
+	return 0;
+}
+
+static void viommu_domain_free(struct iommu_domain *domain)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	struct viommu_dev *viommu = vdomain->viommu;
+	u64 end;
+
+	if (viommu) {
+		/* Requests still queued for this domain must not outlive it */
+		viommu_sync(viommu, false);
+		viommu_forget_domain(viommu, vdomain);
+		spin_lock(&viommu->domains_lock);
+		list_del(&vdomain->list);
+		spin_unlock(&viommu->domains_lock);
+		ida_free(&viommu->domain_ids, vdomain->id);
+	}
+	viommu_del_mappings(vdomain, 0, ULLONG_MAX, &end);
+	mutex_destroy(&vdomain->mutex);
+	kfree(vdomain);
+}
+
+static void viommu_set_ep_domain(struct viommu_endpoint *vdev,
+				 struct viommu_domain *vdomain)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vdev->viommu->ep_lock, flags);
+	vdev->vdomain = vdomain;
+	spin_unlock_irqrestore(&vdev->viommu->ep_lock, flags);
+}
+
+static int viommu_send_detach(struct viommu_dev *viommu, u32 domain, u32 epid)
+{
+	union viommu_req_buf req;
+
+	viommu_encode_detach(&req.detach, domain, epid);
+	return viommu_send_sync(viommu, &req, NULL, sizeof(req.detach),
+				VIOMMU_TAIL_LEN);
+}
+
+static void viommu_detach_dev(struct viommu_endpoint *vdev)
+{
+	struct iommu_fwspec *fwspec = dev_iommu_fwspec_get(vdev->dev);
+	struct viommu_domain *vdomain = vdev->vdomain;
+	unsigned int i;
+	int ret;
+
+	if (!vdomain)
+		return;
+	for (i = 0; i < fwspec->num_ids; i++) {
+		ret = viommu_send_detach(vdev->viommu, vdomain->id,
+					 fwspec->ids[i]);
+		if (ret)
+			dev_err(vdev->dev,
+				"DETACH of endpoint %u from domain %u failed: %d\n",
+				fwspec->ids[i], vdomain->id, ret);
+	}
+	mutex_lock(&vdomain->mutex);
+	vdomain->nr_endpoints--;
+	mutex_unlock(&vdomain->mutex);
+	viommu_set_ep_domain(vdev, NULL);
+}
+
+static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
+{
+	struct iommu_fwspec *fwspec = dev_iommu_fwspec_get(dev);
+	struct viommu_endpoint *vdev = dev_iommu_priv_get(dev);
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	struct viommu_domain *old = vdev->vdomain;
+	struct viommu_dev *viommu = vdev->viommu;
+	union viommu_req_buf req;
+	unsigned int i, j;
+	int ret = 0;
+
+	if (old == vdomain)
+		return 0;
+
+	mutex_lock(&vdomain->mutex);
+	if (!vdomain->viommu)
+		ret = viommu_domain_finalise(vdev, vdomain);
+	else if (vdomain->viommu != viommu)
+		ret = -EINVAL;
+	if (ret)
+		goto out_unlock;
+
+	/* The device detaches the endpoint from its old domain itself. */
+	for (i = 0; i < fwspec->num_ids; i++) {
+		viommu_encode_attach(&req.attach, vdomain->id, fwspec->ids[i],
+				     vdomain->bypass ?
+				     VIRTIO_IOMMU_ATTACH_F_BYPASS : 0);
+		ret = viommu_send_sync(viommu, &req, NULL, sizeof(req.attach),
+				       VIOMMU_TAIL_LEN);
+		if (ret) {
+			dev_err(dev, "ATTACH of endpoint %u to domain %u failed: %d\n",
+				fwspec->ids[i], vdomain->id, ret);
+			break;
+		}
+	}
+	if (!ret && !vdomain->nr_endpoints) {
+		/* First endpoint: the device has none of the domain's mappings */
+		ret = viommu_replay_mappings(vdomain);
+		if (ret)
+			dev_err(dev, "replaying the mappings of domain %u failed: %d\n",
+				vdomain->id, ret);
+	}
+	if (ret) {
+		/*
+		 * Leave the endpoint in no domain rather than split between
+		 * two: detach every ID from whichever domain it may be in.
+		 */
+		for (j = 0; j < fwspec->num_ids; j++) {
+			viommu_send_detach(viommu, vdomain->id, fwspec->ids[j]);
+			if (old)
+				viommu_send_detach(viommu, old->id,
+						   fwspec->ids[j]);
+		}
+	} else {
+		vdomain->nr_endpoints++;
+	}
+	mutex_unlock(&vdomain->mutex);
+
+	if (old) {
+		mutex_lock(&old->mutex);
+		old->nr_endpoints--;
+		mutex_unlock(&old->mutex);
+	}
+	viommu_set_ep_domain(vdev, ret ? NULL : vdomain);
+	return ret;
+
+out_unlock:
+	mutex_unlock(&vdomain->mutex);
+	return ret;
+}
+
+static u32 viommu_prot_flags(int prot)
+{
+	return (prot & IOMMU_READ ? VIRTIO_IOMMU_MAP_F_READ : 0) |
+	       (prot & IOMMU_WRITE ? VIRTIO_IOMMU_MAP_F_WRITE : 0) |
+	       (prot & IOMMU_MMIO ? VIRTIO_IOMMU_MAP_F_MMIO : 0);
+}
+
+static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
+			    phys_addr_t paddr, size_t pgsize, size_t pgcount,
+			    int prot, gfp_t gfp, size_t *mapped)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	size_t size = pgsize * pgcount;
+	u64 last = (u64)iova + size - 1;
+	u32 flags = viommu_prot_flags(prot);
+	u64 end;
+	int ret;
+
+	if (vdomain->bypass)
+		return -EINVAL;
+	if (flags & ~vdomain->map_flags)
+		return -EOPNOTSUPP;
+
+	ret = viommu_add_mapping(vdomain, iova, last, paddr, flags, gfp);
+	if (ret)
+		return ret;
+
+	/* Without endpoints, the mapping is sent when the first one attaches */
+	if (READ_ONCE(vdomain->nr_endpoints)) {
+		ret = viommu_queue_map(vdomain, iova, last, paddr, flags,
+				       false);
+		if (ret) {
+			viommu_del_mappings(vdomain, iova, last, &end);
+			return ret;
+		}
+	}
+	*mapped = size;
+	return 0;
+}
+
+static size_t viommu_unmap_pages(struct iommu_domain *domain,
+				 unsigned long iova, size_t pgsize,
+				 size_t pgcount,
+				 struct iommu_iotlb_gather *gather)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	size_t size = pgsize * pgcount;
+	size_t removed;
+	u64 end;
+
+	removed = viommu_del_mappings(vdomain, iova, (u64)iova + size - 1, &end);
+	if (removed < size)
+		return 0;
+	if (!READ_ONCE(vdomain->nr_endpoints))
+		return removed;
+	/*
+	 * Queued, not sent: iotlb_sync() sends it for a strict domain, the
+	 * flush queue's flush_iotlb_all() for a lazy one.
+	 */
+	if (viommu_queue_map(vdomain, iova, end, 0, 0, true))
+		dev_err_ratelimited(vdomain->viommu->dev,
+				    "UNMAP %#lx-%#llx in domain %u not sent\n",
+				    iova, end, vdomain->id);
+	return removed;
+}
+
+static phys_addr_t viommu_iova_to_phys(struct iommu_domain *domain,
+				       dma_addr_t iova)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	struct interval_tree_node *node;
+	struct viommu_mapping *mapping;
+	unsigned long flags;
+	phys_addr_t paddr = 0;
+
+	spin_lock_irqsave(&vdomain->mappings_lock, flags);
+	node = interval_tree_iter_first(&vdomain->mappings, iova, iova);
+	if (node) {
+		mapping = container_of(node, struct viommu_mapping, iova);
+		paddr = mapping->paddr + (iova - node->start);
+	}
+	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+	return paddr;
+}
+
+static int viommu_iotlb_sync_map(struct iommu_domain *domain,
+				 unsigned long iova, size_t size)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+	int ret;
+
+	/* Also called while the core builds direct mappings, before attach */
+	if (!vdomain->viommu || !READ_ONCE(vdomain->nr_endpoints) || !size)
+		return 0;
+	ret = viommu_sync(vdomain->viommu, false);
+	if (ret)
+		return ret;
+	return viommu_mapping_error(vdomain, iova, (u64)iova + size - 1);
+}
+
+static void viommu_flush_iotlb_all(struct iommu_domain *domain)
+{
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+
+	if (vdomain->viommu && READ_ONCE(vdomain->nr_endpoints))
+		viommu_sync(vdomain->viommu, false);
+}
+
+static void viommu_iotlb_sync(struct iommu_domain *domain,
+			      struct iommu_iotlb_gather *gather)
+{
+	viommu_flush_iotlb_all(domain);
+}
+
+static void viommu_get_resv_regions(struct device *dev, struct list_head *head)
+{
+	struct viommu_endpoint *vdev = dev_iommu_priv_get(dev);
+	struct iommu_resv_region *entry, *copy, *msi = NULL;
+
+	list_for_each_entry(entry, &vdev->resv_regions, list) {
+		if (entry->type == IOMMU_RESV_MSI)
+			msi = entry;
+		copy = kmemdup(entry, sizeof(*entry), GFP_KERNEL);
+		if (!copy)
+			return;
+		list_add_tail(&copy->list, head);
+	}
+
+	/* No doorbell window that bypasses translation: dma-iommu maps one */
+	if (!msi) {
+		copy = iommu_alloc_resv_region(VIOMMU_SW_MSI_BASE,
+					       VIOMMU_SW_MSI_SIZE,
+					       IOMMU_WRITE | IOMMU_NOEXEC |
+					       IOMMU_MMIO,
+					       IOMMU_RESV_SW_MSI, GFP_KERNEL);
+		if (!copy)
+			return;
+		list_add_tail(&copy->list, head);
+	}
+	iommu_dma_get_resv_regions(dev, head);
+}
+
+static struct virtio_driver virtio_iommu_drv;
+
+static int viommu_match_node(struct device *dev, const void *data)
+{
+	return device_match_fwnode(dev->parent, data);
+}
+
+static struct viommu_dev *viommu_get_by_fwnode(struct fwnode_handle *fwnode)
+{
+	struct device *dev = driver_find_device(&virtio_iommu_drv.driver, NULL,
+						fwnode, viommu_match_node);
+
+	put_device(dev);
+	return dev ? dev_to_virtio(dev)->priv : NULL;
+}
+
+static void viommu_forget_endpoint(struct viommu_endpoint *vdev)
+{
+	struct iommu_fwspec *fwspec = dev_iommu_fwspec_get(vdev->dev);
+	struct viommu_dev *viommu = vdev->viommu;
+	unsigned long flags;
+	unsigned int i;
+
+	for (i = 0; i < fwspec->num_ids; i++)
+		xa_cmpxchg(&viommu->endpoints, fwspec->ids[i], vdev, NULL, 0);
+	/* Wait out an event handler that found @vdev before it went */
+	spin_lock_irqsave(&viommu->ep_lock, flags);
+	spin_unlock_irqrestore(&viommu->ep_lock, flags);
+}
+
+static struct iommu_device *viommu_probe_device(struct device *dev)
+{
+	struct iommu_fwspec *fwspec = dev_iommu_fwspec_get(dev);
+	struct viommu_endpoint *vdev;
+	struct viommu_dev *viommu;
+	unsigned int i;
+	int ret;
+
+	viommu = viommu_get_by_fwnode(fwspec->iommu_fwnode);
+	if (!viommu)
+		return ERR_PTR(-ENODEV);
+	if (!fwspec->num_ids)
+		return ERR_PTR(-EINVAL);
+
+	vdev = kzalloc(sizeof(*vdev), GFP_KERNEL);
+	if (!vdev)
+		return ERR_PTR(-ENOMEM);
+	vdev->dev = dev;
+	vdev->viommu = viommu;
+	INIT_LIST_HEAD(&vdev->resv_regions);
+	dev_iommu_priv_set(dev, vdev);
+
+	/* Every ID of the device: its functions may differ in what they need */
+	for (i = 0; viommu->probe_size && i < fwspec->num_ids; i++) {
+		ret = viommu_probe_endpoint(viommu, vdev, fwspec->ids[i]);
+		if (ret)
+			goto err_free;
+	}
+
+	for (i = 0; i < fwspec->num_ids; i++) {
+		ret = xa_insert(&viommu->endpoints, fwspec->ids[i], vdev,
+				GFP_KERNEL);
+		/* An ID two devices share (an alias) reports to the first */
+		if (ret && ret != -EBUSY)
+			goto err_forget;
+	}
+	return &viommu->iommu;
+
+err_forget:
+	viommu_forget_endpoint(vdev);
+err_free:
+	iommu_put_resv_regions(dev, &vdev->resv_regions);
+	dev_iommu_priv_set(dev, NULL);
+	kfree(vdev);
+	return ERR_PTR(ret);
+}
+
+static void viommu_release_device(struct device *dev)
+{
+	struct viommu_endpoint *vdev = dev_iommu_priv_get(dev);
+
+	viommu_forget_endpoint(vdev);
+	viommu_detach_dev(vdev);
+	iommu_put_resv_regions(dev, &vdev->resv_regions);
+	kfree(vdev);
+}
+
+static struct iommu_group *viommu_device_group(struct device *dev)
+{
+	if (dev_is_pci(dev))
+		return pci_device_group(dev);
+	return generic_device_group(dev);
+}
+
+static int viommu_of_xlate(struct device *dev,
+			   const struct of_phandle_args *args)
+{
+	return iommu_fwspec_add_ids(dev, args->args, 1);
+}
+
+static bool viommu_capable(struct device *dev, enum iommu_cap cap)
+{
+	switch (cap) {
+	case IOMMU_CAP_CACHE_COHERENCY:
+	case IOMMU_CAP_DEFERRED_FLUSH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static struct iommu_ops viommu_ops = {
+	.capable		= viommu_capable,
+	.domain_alloc		= viommu_domain_alloc,
+	.probe_device		= viommu_probe_device,
+	.release_device		= viommu_release_device,
+	.device_group		= viommu_device_group,
+	.get_resv_regions	= viommu_get_resv_regions,
+	.of_xlate		= viommu_of_xlate,
+	.owner			= THIS_MODULE,
+	.default_domain_ops = &(const struct iommu_domain_ops) {
+		.attach_dev		= viommu_attach_dev,
+		.map_pages		= viommu_map_pages,
+		.unmap_pages		= viommu_unmap_pages,
+		.iova_to_phys		= viommu_iova_to_phys,
+		.flush_iotlb_all	= viommu_flush_iotlb_all,
+		.iotlb_sync		= viommu_iotlb_sync,
+		.iotlb_sync_map		= viommu_iotlb_sync_map,
+		.free			= viommu_domain_free,
+	}
+};
+
+/* debugfs */
+
+static int viommu_stats_show(struct seq_file *s, void *unused)
+{
+	struct viommu_dev *viommu = s->private;
+	struct viommu_event_stats ev;
+	struct viommu_domain *vdomain;
+	struct viommu_stats st;
+	unsigned long flags;
+
+	spin_lock_irqsave(&viommu->rq_lock, flags);
+	st = viommu->stats;
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+	spin_lock_irqsave(&viommu->ep_lock, flags);
+	ev = viommu->evstats;
+	spin_unlock_irqrestore(&viommu->ep_lock, flags);
+
+	seq_printf(s, "attach %llu\ndetach %llu\nmap %llu\nunmap %llu\nprobe %llu\n",
+		   st.requests[VIRTIO_IOMMU_T_ATTACH],
+		   st.requests[VIRTIO_IOMMU_T_DETACH],
+		   st.requests[VIRTIO_IOMMU_T_MAP],
+		   st.requests[VIRTIO_IOMMU_T_UNMAP],
+		   st.requests[VIRTIO_IOMMU_T_PROBE]);
+	seq_printf(s, "errors %llu\nbad_answers %llu\n", st.errors,
+		   st.bad_answers);
+	seq_printf(s, "kicks %llu\nkicked_requests %llu\n", st.kicks,
+		   st.kicked_requests);
+	seq_printf(s, "requests_per_kick_x100 %llu\n",
+		   st.kicks ? div64_u64(st.kicked_requests * 100, st.kicks) : 0);
+	seq_printf(s, "sleeps %llu\npolls %llu\ntimeouts %llu\nslot_waits %llu\n",
+		   st.sleeps, st.polls, st.timeouts, st.slot_waits);
+	seq_printf(s, "faults %llu\nfaults_reported %llu\nfaults_unknown_endpoint %llu\nbad_events %llu\n",
+		   ev.faults, ev.reported, ev.unknown_ep, ev.bad_events);
+
+	spin_lock(&viommu->domains_lock);
+	list_for_each_entry(vdomain, &viommu->domains, list)
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu\n",
+			   vdomain->id,
+			   vdomain->bypass ? "bypass" :
+			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
+			   "identity" :
+			   vdomain->domain.type == IOMMU_DOMAIN_UNMANAGED ?
+			   "unmanaged" :
+			   vdomain->domain.type == IOMMU_DOMAIN_DMA_FQ ?
+			   "dma-lazy" : "dma-strict",
+			   READ_ONCE(vdomain->nr_endpoints),
+			   vdomain->stats.maps, vdomain->stats.unmaps,
+			   vdomain->stats.mapped_bytes,
+			   vdomain->stats.unmapped_bytes,
+			   vdomain->stats.errors, vdomain->stats.faults);
+	spin_unlock(&viommu->domains_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(viommu_stats);
+
+/* Device */
+
+static int viommu_init_vqs(struct viommu_dev *viommu)
+{
+	struct virtqueue_info vqs_info[] = {
+		{ "request", viommu_request_done },
+		{ "event", viommu_event_done },
+	};
+
+	return virtio_find_vqs(viommu->vdev, VIOMMU_NR_VQS, viommu->vqs,
+			       vqs_info, NULL);
+}
+
+static int viommu_init_slots(struct viommu_dev *viommu)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	unsigned int i;
+
+	/* Two descriptors a request: the queue never runs out before us */
+	viommu->nr_slots = min_t(unsigned int,
+				 virtqueue_get_vring_size(vq) / 2,
+				 VIOMMU_MAX_SLOTS);
+	if (!viommu->nr_slots)
+		return -EINVAL;
+	viommu->slots = devm_kcalloc(viommu->dev, viommu->nr_slots,
+				     sizeof(*viommu->slots), GFP_KERNEL);
+	if (!viommu->slots)
+		return -ENOMEM;
+	for (i = 0; i < viommu->nr_slots; i++)
+		list_add_tail(&viommu->slots[i].node, &viommu->free_slots);
+	virtqueue_disable_cb(vq);
+	return 0;
+}
+
+static int viommu_fill_evtq(struct viommu_dev *viommu)
+{
+	struct virtqueue *vq = viommu->vqs[VIOMMU_EVENT_VQ];
+	struct scatterlist sg;
+	unsigned int i;
+	int ret;
+
+	viommu->nr_events = vq->num_free;
+	viommu->events = devm_kcalloc(viommu->dev, viommu->nr_events,
+				      sizeof(*viommu->events), GFP_KERNEL);
+	if (!viommu->events)
+		return -ENOMEM;
+	for (i = 0; i < viommu->nr_events; i++) {
+		sg_init_one(&sg, &viommu->events[i], sizeof(*viommu->events));
+		ret = virtqueue_add_inbuf(vq, &sg, 1, &viommu->events[i],
+					  GFP_KERNEL);
+		if (ret)
+			return ret;
+	}
+	virtqueue_kick(vq);
+	return 0;
+}
+
+/* The configuration fields the driver uses */
+struct viommu_config {
+	u64	pgsize_bitmap;
+	u64	input_start;
+	u64	input_end;
+	u32	first_domain;
+	u32	last_domain;
+	u32	probe_size;
+};
+
+static int viommu_read_config(struct virtio_device *vdev,
+			      struct viommu_config *cfg)
+{
+	struct device *dev = &vdev->dev;
+
+	*cfg = (struct viommu_config) {
+		.input_end	= ULLONG_MAX,
+		.last_domain	= U32_MAX,
+	};
+	virtio_cread_le(vdev, struct virtio_iommu_config, page_size_mask,
+			&cfg->pgsize_bitmap);
+	virtio_cread_le_feature(vdev, VIRTIO_IOMMU_F_INPUT_RANGE,
+				struct virtio_iommu_config, input_range.start,
+				&cfg->input_start);
+	virtio_cread_le_feature(vdev, VIRTIO_IOMMU_F_INPUT_RANGE,
+				struct virtio_iommu_config, input_range.end,
+				&cfg->input_end);
+	virtio_cread_le_feature(vdev, VIRTIO_IOMMU_F_DOMAIN_RANGE,
+				struct virtio_iommu_config, domain_range.start,
+				&cfg->first_domain);
+	virtio_cread_le_feature(vdev, VIRTIO_IOMMU_F_DOMAIN_RANGE,
+				struct virtio_iommu_config, domain_range.end,
+				&cfg->last_domain);
+	virtio_cread_le_feature(vdev, VIRTIO_IOMMU_F_PROBE,
+				struct virtio_iommu_config, probe_size,
+				&cfg->probe_size);
+
+	if (!cfg->pgsize_bitmap) {
+		dev_err(dev, "page_size_mask is 0\n");
+		return -EINVAL;
+	}
+	if (cfg->input_start > cfg->input_end) {
+		dev_err(dev, "empty input range %#llx-%#llx\n",
+			cfg->input_start, cfg->input_end);
+		return -EINVAL;
+	}
+	/* Domain IDs come from an IDA, which hands out ints */
+	cfg->last_domain = min_t(u32, cfg->last_domain, INT_MAX);
+	if (cfg->first_domain > cfg->last_domain) {
+		dev_err(dev, "empty domain range %u-%u\n", cfg->first_domain,
+			cfg->last_domain);
+		return -EINVAL;
+	}
+	if (cfg->probe_size > VIOMMU_MAX_PROBE_SIZE) {
+		dev_err(dev, "probe_size %u is too large\n", cfg->probe_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int viommu_apply_config(struct viommu_dev *viommu)
+{
+	struct viommu_config cfg;
+	int ret;
+
+	ret = viommu_read_config(viommu->vdev, &cfg);
+	if (ret)
+		return ret;
+	viommu->pgsize_bitmap = cfg.pgsize_bitmap;
+	viommu->geometry = (struct iommu_domain_geometry) {
+		.aperture_start	= cfg.input_start,
+		.aperture_end	= cfg.input_end,
+		.force_aperture	= true,
+	};
+	viommu->first_domain = cfg.first_domain;
+	viommu->last_domain = cfg.last_domain;
+	viommu->probe_size = cfg.probe_size;
+	viommu->map_flags = VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE;
+	if (virtio_has_feature(viommu->vdev, VIRTIO_IOMMU_F_MMIO))
+		viommu->map_flags |= VIRTIO_IOMMU_MAP_F_MMIO;
+	return 0;
+}
+
+static int viommu_probe(struct virtio_device *vdev)
+{
+	struct device *dev = &vdev->dev;
+	struct viommu_dev *viommu;
+	int ret;
+
+	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1) ||
+	    !virtio_has_feature(vdev, VIRTIO_IOMMU_F_MAP_UNMAP)) {
+		dev_err(dev, "needs VIRTIO_F_VERSION_1 and MAP_UNMAP\n");
+		return -ENODEV;
+	}
+
+	viommu = devm_kzalloc(dev, sizeof(*viommu), GFP_KERNEL);
+	if (!viommu)
+		return -ENOMEM;
+	viommu->dev = dev;
+	viommu->vdev = vdev;
+	spin_lock_init(&viommu->rq_lock);
+	INIT_LIST_HEAD(&viommu->free_slots);
+	INIT_LIST_HEAD(&viommu->inflight);
+	init_waitqueue_head(&viommu->rq_wait);
+	mutex_init(&viommu->probe_mutex);
+	spin_lock_init(&viommu->ep_lock);
+	xa_init(&viommu->endpoints);
+	ida_init(&viommu->domain_ids);
+	spin_lock_init(&viommu->domains_lock);
+	INIT_LIST_HEAD(&viommu->domains);
+	/* The queue callbacks find the device here */
+	vdev->priv = viommu;
+
+	ret = viommu_apply_config(viommu);
+	if (ret)
+		return ret;
+	ret = viommu_init_vqs(viommu);
+	if (ret)
+		return ret;
+	ret = viommu_init_slots(viommu);
+	if (ret)
+		goto err_del_vqs;
+
+	viommu_ops.pgsize_bitmap = viommu->pgsize_bitmap;
+	virtio_device_ready(vdev);
+
+	ret = viommu_fill_evtq(viommu);
+	if (ret)
+		goto err_reset;
+
+	viommu->debugfs = debugfs_create_dir(dev_name(dev), viommu_debugfs_root);
+	debugfs_create_file("stats", 0444, viommu->debugfs, viommu,
+			    &viommu_stats_fops);
+
+	ret = iommu_device_sysfs_add(&viommu->iommu, dev, NULL, "%s",
+				     virtio_bus_name(vdev));
+	if (ret)
+		goto err_debugfs;
+	ret = iommu_device_register(&viommu->iommu, &viommu_ops,
+				    vdev->dev.parent);
+	if (ret)
+		goto err_sysfs;
+
+	dev_info(dev, "input range %#llx-%#llx, page sizes %#llx, domains %u-%u, %u request slots%s\n",
+		 viommu->geometry.aperture_start, viommu->geometry.aperture_end,
+		 viommu->pgsize_bitmap, viommu->first_domain,
+		 viommu->last_domain, viommu->nr_slots,
+		 virtio_has_feature(vdev, VIRTIO_IOMMU_F_BYPASS_CONFIG) ?
+		 ", bypass domains" : "");
+	return 0;
+
+err_sysfs:
+	iommu_device_sysfs_remove(&viommu->iommu);
+err_debugfs:
+	debugfs_remove_recursive(viommu->debugfs);
+err_reset:
+	virtio_reset_device(vdev);
+err_del_vqs:
+	vdev->config->del_vqs(vdev);
+	return ret;
+}
+
+static void viommu_remove(struct virtio_device *vdev)
+{
+	struct viommu_dev *viommu = vdev->priv;
+
+	iommu_device_sysfs_remove(&viommu->iommu);
+	iommu_device_unregister(&viommu->iommu);
+	debugfs_remove_recursive(viommu->debugfs);
+	virtio_reset_device(vdev);
+	vdev->config->del_vqs(vdev);
+	xa_destroy(&viommu->endpoints);
+	dev_info(&vdev->dev, "device removed\n");
+}
+
+/*
+ * The only field the driver may write is bypass, and the driver leaves it
+ * alone; everything else was negotiated at probe and is in use by live
+ * domains. A change is reported, never applied.
+ */
+static void viommu_config_changed(struct virtio_device *vdev)
+{
+	struct viommu_dev *viommu = vdev->priv;
+	struct viommu_config now;
+
+	if (!viommu || viommu_read_config(vdev, &now))
+		return;
+	if (now.pgsize_bitmap != viommu->pgsize_bitmap ||
+	    now.input_start != viommu->geometry.aperture_start ||
+	    now.input_end != viommu->geometry.aperture_end ||
+	    now.first_domain != viommu->first_domain ||
+	    now.last_domain != viommu->last_domain ||
+	    now.probe_size != viommu->probe_size)
+		dev_warn(&vdev->dev,
+			 "device changed its configuration; keeping the one read at probe\n");
+}
+
+static unsigned int features[] = {
+	VIRTIO_IOMMU_F_MAP_UNMAP,
+	VIRTIO_IOMMU_F_INPUT_RANGE,
+	VIRTIO_IOMMU_F_DOMAIN_RANGE,
+	VIRTIO_IOMMU_F_PROBE,
+	VIRTIO_IOMMU_F_MMIO,
+	VIRTIO_IOMMU_F_BYPASS_CONFIG,
+};
+
+static const struct virtio_device_id id_table[] = {
+	{ VIRTIO_ID_IOMMU, VIRTIO_DEV_ANY_ID },
+	{ 0 },
+};
+MODULE_DEVICE_TABLE(virtio, id_table);
+
+static struct virtio_driver virtio_iommu_drv = {
+	.driver.name		= KBUILD_MODNAME,
+	.id_table		= id_table,
+	.feature_table		= features,
+	.feature_table_size	= ARRAY_SIZE(features),
+	.probe			= viommu_probe,
+	.remove			= viommu_remove,
+	.config_changed		= viommu_config_changed,
+};
+
+static int __init viommu_init(void)
+{
+	int ret;
+
+	viommu_debugfs_root = debugfs_create_dir("virtio-iommu", NULL);
+	ret = register_virtio_driver(&virtio_iommu_drv);
+	if (ret)
+		debugfs_remove_recursive(viommu_debugfs_root);
+	return ret;
+}
+module_init(viommu_init);
+
+static void __exit viommu_exit(void)
+{
+	unregister_virtio_driver(&virtio_iommu_drv);
+	debugfs_remove_recursive(viommu_debugfs_root);
+}
+module_exit(viommu_exit);
+
+MODULE_DESCRIPTION("virtio-iommu guest driver");
+MODULE_LICENSE("GPL");
