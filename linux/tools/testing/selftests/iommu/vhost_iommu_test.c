@@ -108,6 +108,8 @@ static int vq_push_wait(struct vq *vq, uint16_t head, int expect)
 	int i;
 
 	vq->avail->ring[vq->avail_idx % QSZ] = head;
+	/* used_event (VIRTIO_RING_F_EVENT_IDX): call us for the next one */
+	vq->avail->ring[QSZ] = vq->used_idx;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	vq->avail->idx = ++vq->avail_idx;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
