@@ -18,6 +18,7 @@ COMPILER = {"x86": "gcc", "arm64": "aarch64-linux-gnu-gcc"}
 # Guest test programs, built from the assembled tree: (source, binary name).
 PROGRAMS = (
     ("tools/testing/selftests/iommu/vfio_edu_dma.c", "vfio_edu_dma"),
+    ("tools/testing/selftests/iommu/vhost_iommu_test.c", "vhost_iommu_test"),
 )
 
 

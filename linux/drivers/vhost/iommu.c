@@ -1,0 +1,994 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu: the virtio-iommu device (virtio 1.3, device ID 23) in the
+ * host kernel.
+ *
+ * The VMM hands over the guest memory table and the request and event
+ * queues; requests (ATTACH, DETACH, MAP, UNMAP, PROBE) are then served in
+ * the vhost worker without a trip to userspace.  Each domain keeps its
+ * IOVA -> guest-physical translation in a generic_pt table (AMD v1 format,
+ * used as a software table that grows to 64 input bits on demand) and the
+ * boundaries of every MAP in an interval tree: the spec's UNMAP rule (never
+ * split a mapping) and overlap checks need the ranges the guest mapped,
+ * which the page table alone forgets once it picks large pages.
+ *
+ * Every request is copied once from guest memory into the kernel before it
+ * is looked at, so a guest rewriting it meanwhile changes nothing; guest
+ * lengths and addresses are only used through the vhost memory table.
+ */
+#include <linux/compat.h>
+#include <linux/file.h>
+#include <linux/generic_pt/gpt.h>
+#include <linux/interval_tree.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/vhost.h>
+#include <linux/vhost_iommu.h>
+#include <linux/virtio_iommu.h>
+#include <linux/xarray.h>
+
+#include "../iommu/iommu-pages.h"
+#include "vhost.h"
+
+static unsigned int max_domains = 65536;
+module_param(max_domains, uint, 0644);
+MODULE_PARM_DESC(max_domains, "Most domains one device may hold (default 65536)");
+
+static unsigned long max_mappings = 1UL << 20;
+module_param(max_mappings, ulong, 0644);
+MODULE_PARM_DESC(max_mappings, "Most mappings one device may hold (default 1M)");
+
+/* Requests per kick before the worker yields */
+#define VHOST_IOMMU_WEIGHT	256
+
+/* No dirty logging (VHOST_F_LOG_ALL): the device writes little, see docs. */
+#define VHOST_IOMMU_FEATURES	((VHOST_FEATURES & ~(1ULL << VHOST_F_LOG_ALL)) | \
+				 (1ULL << VIRTIO_F_VERSION_1) |			\
+				 (1ULL << VIRTIO_IOMMU_F_INPUT_RANGE) |		\
+				 (1ULL << VIRTIO_IOMMU_F_DOMAIN_RANGE) |	\
+				 (1ULL << VIRTIO_IOMMU_F_MAP_UNMAP) |		\
+				 (1ULL << VIRTIO_IOMMU_F_PROBE) |		\
+				 (1ULL << VIRTIO_IOMMU_F_BYPASS_CONFIG))
+
+struct vhost_iommu_domain {
+	u32 id;
+	bool bypass;
+	unsigned int nr_endpoints;
+	unsigned long nr_mappings;
+	struct rb_root_cached mappings;		/* struct vhost_iommu_mapping */
+	struct gpt_table pt;
+};
+
+struct vhost_iommu_mapping {
+	struct interval_tree_node it;		/* [virt_start, virt_end] */
+	u64 phys;
+	u32 flags;				/* VIRTIO_IOMMU_MAP_F_* */
+};
+
+struct vhost_iommu_ep {
+	u32 id;
+	struct vhost_iommu_domain *domain;
+	u32 nr_resv;
+	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
+};
+
+struct vhost_iommu {
+	struct vhost_dev dev;
+	struct vhost_virtqueue vqs[VHOST_IOMMU_VQ_MAX];
+	struct vhost_virtqueue *vqp[VHOST_IOMMU_VQ_MAX];
+
+	/*
+	 * @lock protects everything below; taken inside dev.mutex and the
+	 * request queue's mutex.
+	 */
+	struct mutex lock;
+	struct vhost_iommu_config cfg;
+	bool configured;
+	bool running;
+	struct xarray endpoints;		/* ID -> struct vhost_iommu_ep */
+	struct xarray domains;			/* ID -> struct vhost_iommu_domain */
+	unsigned int nr_domains;
+	unsigned long nr_mappings;
+};
+
+static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
+{
+	return vhost_has_feature(&v->vqs[VHOST_IOMMU_VQ_REQUEST], bit);
+}
+
+static u64 vhost_iommu_granule(struct vhost_iommu *v)
+{
+	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
+}
+
+/* Remove one mapping from the tree and from the page table. */
+static void vhost_iommu_unmap_one(struct vhost_iommu *v,
+				  struct vhost_iommu_domain *dom,
+				  struct vhost_iommu_mapping *m)
+{
+	u64 len = m->it.last - m->it.start + 1;
+	struct iommu_iotlb_gather gather;
+
+	interval_tree_remove(&m->it, &dom->mappings);
+	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
+		iommu_iotlb_gather_init(&gather);
+		gpt_unmap(&dom->pt, m->it.start, len, &gather);
+		/* Nothing walks this table but us: free right away. */
+		iommu_put_pages_list(&gather.freelist);
+	}
+	dom->nr_mappings--;
+	v->nr_mappings--;
+	kfree(m);
+}
+
+static void vhost_iommu_free_domain(struct vhost_iommu *v,
+				    struct vhost_iommu_domain *dom)
+{
+	struct interval_tree_node *node;
+
+	xa_erase(&v->domains, dom->id);
+	while ((node = interval_tree_iter_first(&dom->mappings, 0, ULONG_MAX))) {
+		struct vhost_iommu_mapping *m =
+			container_of(node, struct vhost_iommu_mapping, it);
+
+		interval_tree_remove(node, &dom->mappings);
+		dom->nr_mappings--;
+		v->nr_mappings--;
+		kfree(m);
+	}
+	if (!dom->bypass)
+		gpt_deinit(&dom->pt);
+	v->nr_domains--;
+	kfree(dom);
+}
+
+static void vhost_iommu_detach_ep(struct vhost_iommu *v,
+				  struct vhost_iommu_ep *ep)
+{
+	struct vhost_iommu_domain *dom = ep->domain;
+
+	if (!dom)
+		return;
+	ep->domain = NULL;
+	if (!--dom->nr_endpoints)
+		vhost_iommu_free_domain(v, dom);
+}
+
+/* Device reset: every domain goes, endpoints stay, detached. */
+static void vhost_iommu_reset(struct vhost_iommu *v)
+{
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+
+	lockdep_assert_held(&v->lock);
+	xa_for_each(&v->endpoints, id, ep)
+		vhost_iommu_detach_ep(v, ep);
+}
+
+static bool vhost_iommu_zero(const u8 *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+static u8 vhost_iommu_attach(struct vhost_iommu *v,
+			     const struct virtio_iommu_req_attach *req)
+{
+	u32 domain = le32_to_cpu(req->domain);
+	u32 flags = le32_to_cpu(req->flags);
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_ep *ep;
+	bool bypass;
+	int ret;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)) ||
+	    (flags & ~VIRTIO_IOMMU_ATTACH_F_BYPASS))
+		return VIRTIO_IOMMU_S_INVAL;
+	bypass = flags & VIRTIO_IOMMU_ATTACH_F_BYPASS;
+	if (bypass && !vhost_iommu_acked(v, VIRTIO_IOMMU_F_BYPASS_CONFIG))
+		return VIRTIO_IOMMU_S_INVAL;
+
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
+		return VIRTIO_IOMMU_S_RANGE;
+
+	dom = xa_load(&v->domains, domain);
+	if (dom) {
+		if (dom->bypass != bypass)
+			return VIRTIO_IOMMU_S_INVAL;
+		if (ep->domain == dom)
+			return VIRTIO_IOMMU_S_OK;
+	} else {
+		struct gpt_amdv1_cfg ptcfg = {
+			.levels = 3,
+			.nid = NUMA_NO_NODE,
+		};
+
+		if (v->nr_domains >= v->cfg.max_domains)
+			return VIRTIO_IOMMU_S_NOMEM;
+		dom = kzalloc(sizeof(*dom), GFP_KERNEL_ACCOUNT);
+		if (!dom)
+			return VIRTIO_IOMMU_S_NOMEM;
+		dom->id = domain;
+		dom->bypass = bypass;
+		dom->mappings = RB_ROOT_CACHED;
+		if (!bypass &&
+		    gpt_amdv1_init(&dom->pt, &ptcfg, GFP_KERNEL_ACCOUNT)) {
+			kfree(dom);
+			return VIRTIO_IOMMU_S_NOMEM;
+		}
+		ret = xa_err(xa_store(&v->domains, domain, dom,
+				      GFP_KERNEL_ACCOUNT));
+		if (ret) {
+			if (!bypass)
+				gpt_deinit(&dom->pt);
+			kfree(dom);
+			return VIRTIO_IOMMU_S_NOMEM;
+		}
+		v->nr_domains++;
+	}
+
+	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
+	vhost_iommu_detach_ep(v, ep);
+	ep->domain = dom;
+	dom->nr_endpoints++;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+static u8 vhost_iommu_detach(struct vhost_iommu *v,
+			     const struct virtio_iommu_req_detach *req)
+{
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_ep *ep;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
+		return VIRTIO_IOMMU_S_INVAL;
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
+	if (!dom)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (ep->domain != dom)
+		return VIRTIO_IOMMU_S_INVAL;
+	vhost_iommu_detach_ep(v, ep);
+	return VIRTIO_IOMMU_S_OK;
+}
+
+static u8 vhost_iommu_map(struct vhost_iommu *v,
+			  const struct virtio_iommu_req_map *req)
+{
+	u64 start = le64_to_cpu(req->virt_start);
+	u64 end = le64_to_cpu(req->virt_end);
+	u64 phys = le64_to_cpu(req->phys_start);
+	u32 flags = le32_to_cpu(req->flags);
+	u64 mask = vhost_iommu_granule(v) - 1;
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_mapping *m;
+	int prot = 0;
+	u64 len;
+	int ret;
+
+	if (flags & ~(VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE))
+		return VIRTIO_IOMMU_S_INVAL;	/* MMIO is not offered */
+	if (end < start)
+		return VIRTIO_IOMMU_S_INVAL;
+	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
+	if (!dom)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (dom->bypass)
+		return VIRTIO_IOMMU_S_INVAL;
+	if ((start & mask) || (phys & mask) || ((end + 1) & mask))
+		return VIRTIO_IOMMU_S_RANGE;
+	if (start < v->cfg.input_start || end > v->cfg.input_end)
+		return VIRTIO_IOMMU_S_RANGE;
+	len = end - start + 1;
+	/* The whole 64-bit space cannot be one length; nor may phys wrap. */
+	if (!len || phys + (len - 1) < phys)
+		return VIRTIO_IOMMU_S_RANGE;
+	if (interval_tree_iter_first(&dom->mappings, start, end))
+		return VIRTIO_IOMMU_S_INVAL;
+	if (v->nr_mappings >= v->cfg.max_mappings)
+		return VIRTIO_IOMMU_S_NOMEM;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
+	if (!m)
+		return VIRTIO_IOMMU_S_NOMEM;
+	m->it.start = start;
+	m->it.last = end;
+	m->phys = phys;
+	m->flags = flags;
+
+	if (flags & VIRTIO_IOMMU_MAP_F_READ)
+		prot |= IOMMU_READ;
+	if (flags & VIRTIO_IOMMU_MAP_F_WRITE)
+		prot |= IOMMU_WRITE;
+	/* A mapping without access only lives in the tree: it translates nothing. */
+	if (prot) {
+		size_t mapped = 0;
+
+		ret = gpt_map(&dom->pt, start, phys, len, prot,
+			      GFP_KERNEL_ACCOUNT, &mapped);
+		if (ret) {
+			struct iommu_iotlb_gather gather;
+
+			iommu_iotlb_gather_init(&gather);
+			if (mapped)
+				gpt_unmap(&dom->pt, start, mapped, &gather);
+			iommu_put_pages_list(&gather.freelist);
+			kfree(m);
+			switch (ret) {
+			case -ENOMEM:
+				return VIRTIO_IOMMU_S_NOMEM;
+			case -ERANGE:
+				return VIRTIO_IOMMU_S_RANGE;
+			case -EINVAL:
+				return VIRTIO_IOMMU_S_INVAL;
+			default:
+				return VIRTIO_IOMMU_S_DEVERR;
+			}
+		}
+	}
+	interval_tree_insert(&m->it, &dom->mappings);
+	dom->nr_mappings++;
+	v->nr_mappings++;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+static u8 vhost_iommu_unmap(struct vhost_iommu *v,
+			    const struct virtio_iommu_req_unmap *req)
+{
+	u64 start = le64_to_cpu(req->virt_start);
+	u64 end = le64_to_cpu(req->virt_end);
+	struct interval_tree_node *node, *next;
+	struct vhost_iommu_domain *dom;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
+		return VIRTIO_IOMMU_S_INVAL;
+	if (end < start)
+		return VIRTIO_IOMMU_S_INVAL;
+	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
+	if (!dom)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (dom->bypass)
+		return VIRTIO_IOMMU_S_INVAL;
+
+	/*
+	 * Only the first and the last mapping the range touches can stick
+	 * out of it; refuse before removing anything.
+	 */
+	node = interval_tree_iter_first(&dom->mappings, start, end);
+	if (!node)
+		return VIRTIO_IOMMU_S_OK;
+	if (node->start < start)
+		return VIRTIO_IOMMU_S_RANGE;
+	node = interval_tree_iter_first(&dom->mappings, end, end);
+	if (node && node->last > end)
+		return VIRTIO_IOMMU_S_RANGE;
+
+	for (node = interval_tree_iter_first(&dom->mappings, start, end); node;
+	     node = next) {
+		next = interval_tree_iter_next(node, start, end);
+		vhost_iommu_unmap_one(v, dom,
+				      container_of(node, struct vhost_iommu_mapping,
+						   it));
+	}
+	return VIRTIO_IOMMU_S_OK;
+}
+
+/* Fill @props (probe_size bytes, zeroed) with the endpoint's properties. */
+static u8 vhost_iommu_probe(struct vhost_iommu *v,
+			    const struct virtio_iommu_req_probe *req,
+			    u8 *props)
+{
+	struct virtio_iommu_probe_resv_mem *p = (void *)props;
+	struct vhost_iommu_ep *ep;
+	u32 i;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
+		return VIRTIO_IOMMU_S_INVAL;
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	/* ADD_ENDPOINT and SET_CONFIG made sure they fit probe_size. */
+	for (i = 0; i < ep->nr_resv; i++, p++) {
+		p->head.type = cpu_to_le16(VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+		p->head.length = cpu_to_le16(sizeof(*p) - sizeof(p->head));
+		p->subtype = ep->resv[i].subtype;
+		p->start = cpu_to_le64(ep->resv[i].start);
+		p->end = cpu_to_le64(ep->resv[i].end);
+	}
+	return VIRTIO_IOMMU_S_OK;
+}
+
+union vhost_iommu_req {
+	struct virtio_iommu_req_head head;
+	struct virtio_iommu_req_attach attach;
+	struct virtio_iommu_req_detach detach;
+	struct virtio_iommu_req_map map;
+	struct virtio_iommu_req_unmap unmap;
+	struct virtio_iommu_req_probe probe;
+};
+
+/*
+ * Serve one request: @out device-readable then @in device-writable iovecs
+ * in vq->iov.  Returns the used length: the bytes written, 0 when the
+ * request could not be parsed or answered.
+ */
+static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
+				  struct vhost_virtqueue *vq,
+				  unsigned int out, unsigned int in)
+{
+	struct virtio_iommu_req_tail tail = {};
+	size_t out_len = iov_length(vq->iov, out);
+	size_t in_len = iov_length(vq->iov + out, in);
+	union vhost_iommu_req req = {};
+	struct iov_iter from, to;
+	size_t size, tail_off = 0;
+	u8 *props = NULL;
+	u8 status;
+	u32 used = 0;
+
+	iov_iter_init(&from, ITER_SOURCE, vq->iov, out, out_len);
+	if (copy_from_iter(&req.head, sizeof(req.head), &from) !=
+	    sizeof(req.head))
+		return 0;
+
+	switch (req.head.type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		size = offsetof(struct virtio_iommu_req_attach, tail);
+		break;
+	case VIRTIO_IOMMU_T_DETACH:
+		size = offsetof(struct virtio_iommu_req_detach, tail);
+		break;
+	case VIRTIO_IOMMU_T_MAP:
+		size = offsetof(struct virtio_iommu_req_map, tail);
+		break;
+	case VIRTIO_IOMMU_T_UNMAP:
+		size = offsetof(struct virtio_iommu_req_unmap, tail);
+		break;
+	case VIRTIO_IOMMU_T_PROBE:
+		size = sizeof(struct virtio_iommu_req_probe);
+		tail_off = v->cfg.probe_size;
+		break;
+	default:
+		return 0;	/* unknown type: leave the buffer unwritten */
+	}
+	if (in_len < tail_off + sizeof(tail))
+		return 0;	/* nowhere to put the answer */
+
+	if (out_len < size) {
+		status = VIRTIO_IOMMU_S_INVAL;
+	} else if (copy_from_iter((u8 *)&req + sizeof(req.head),
+				  size - sizeof(req.head), &from) !=
+		   size - sizeof(req.head)) {
+		status = VIRTIO_IOMMU_S_IOERR;
+	} else if (!vhost_iommu_zero(req.head.reserved,
+				     sizeof(req.head.reserved))) {
+		status = VIRTIO_IOMMU_S_INVAL;
+	} else {
+		if (tail_off) {
+			props = kzalloc(tail_off, GFP_KERNEL_ACCOUNT);
+			if (!props) {
+				status = VIRTIO_IOMMU_S_NOMEM;
+				goto answer;
+			}
+		}
+		mutex_lock(&v->lock);
+		switch (req.head.type) {
+		case VIRTIO_IOMMU_T_ATTACH:
+			status = vhost_iommu_attach(v, &req.attach);
+			break;
+		case VIRTIO_IOMMU_T_DETACH:
+			status = vhost_iommu_detach(v, &req.detach);
+			break;
+		case VIRTIO_IOMMU_T_MAP:
+			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+				 vhost_iommu_map(v, &req.map) :
+				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		case VIRTIO_IOMMU_T_UNMAP:
+			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+				 vhost_iommu_unmap(v, &req.unmap) :
+				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		default:
+			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE) ?
+				 vhost_iommu_probe(v, &req.probe, props) :
+				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		}
+		mutex_unlock(&v->lock);
+	}
+
+answer:
+	iov_iter_init(&to, ITER_DEST, vq->iov + out, in, in_len);
+	if (tail_off) {
+		/* Properties, zero past the last one, even on failure. */
+		if (props)
+			used = copy_to_iter(props, tail_off, &to);
+		else
+			used = iov_iter_zero(tail_off, &to);
+		kfree(props);
+		if (used != tail_off)
+			return 0;
+	}
+	tail.status = status;
+	if (copy_to_iter(&tail, sizeof(tail), &to) != sizeof(tail))
+		return 0;
+	return tail_off + sizeof(tail);
+}
+
+/*
+ * vhost_get_vq_desc() failed on a chain (a loop, an address outside the
+ * memory table, a bad index): hand the head back with used length 0 so the
+ * queue keeps moving.  vhost_get_vq_desc() does not return the head on
+ * error, so read it from the avail ring ourselves.
+ */
+static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
+				 struct vhost_virtqueue *vq)
+{
+	__virtio16 head;
+	u16 idx = vq->last_avail_idx;
+
+	if (vq->avail_idx == idx)
+		return false;		/* could not even read avail->idx */
+	if (get_user(head, &vq->avail->ring[idx & (vq->num - 1)]))
+		return false;
+	vq->last_avail_idx++;
+	if (vhost16_to_cpu(vq, head) < vq->num)
+		vhost_add_used(vq, vhost16_to_cpu(vq, head), 0);
+	return true;
+}
+
+static void vhost_iommu_handle_req_kick(struct vhost_work *work)
+{
+	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
+						  poll.work);
+	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	unsigned int out, in;
+	int head, n = 0;
+	u32 len;
+
+	mutex_lock(&vq->mutex);
+	if (!vhost_vq_get_backend(vq))
+		goto out;
+	vhost_disable_notify(&v->dev, vq);
+	for (;;) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq) ||
+			    vhost_exceeds_weight(vq, ++n, 0))
+				break;
+			continue;
+		}
+		if (head == vq->num) {
+			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
+				vhost_disable_notify(&v->dev, vq);
+				continue;
+			}
+			break;
+		}
+		len = vhost_iommu_handle_one(v, vq, out, in);
+		if (vhost_add_used(vq, head, len))
+			break;
+		if (vhost_exceeds_weight(vq, ++n, 0))
+			break;
+	}
+	vhost_signal(&v->dev, vq);
+out:
+	mutex_unlock(&vq->mutex);
+}
+
+/* Event queue buffers wait for faults, which vhost endpoints will report. */
+static void vhost_iommu_handle_evt_kick(struct vhost_work *work)
+{
+}
+
+static int vhost_iommu_open(struct inode *inode, struct file *f)
+{
+	struct vhost_iommu *v;
+	int i;
+
+	v = kvzalloc(sizeof(*v), GFP_KERNEL_ACCOUNT);
+	if (!v)
+		return -ENOMEM;
+	mutex_init(&v->lock);
+	xa_init(&v->endpoints);
+	xa_init(&v->domains);
+	v->vqs[VHOST_IOMMU_VQ_REQUEST].handle_kick = vhost_iommu_handle_req_kick;
+	v->vqs[VHOST_IOMMU_VQ_EVENT].handle_kick = vhost_iommu_handle_evt_kick;
+	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++)
+		v->vqp[i] = &v->vqs[i];
+	vhost_dev_init(&v->dev, v->vqp, VHOST_IOMMU_VQ_MAX, UIO_MAXIOV,
+		       VHOST_IOMMU_WEIGHT, 0, true, NULL);
+	f->private_data = v;
+	return 0;
+}
+
+static void vhost_iommu_set_backend(struct vhost_iommu *v, void *backend)
+{
+	int i;
+
+	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++) {
+		mutex_lock(&v->vqs[i].mutex);
+		vhost_vq_set_backend(&v->vqs[i], backend);
+		mutex_unlock(&v->vqs[i].mutex);
+	}
+}
+
+/* Stop serving the queues and reset the device.  Caller holds dev.mutex. */
+static void vhost_iommu_stop(struct vhost_iommu *v)
+{
+	vhost_iommu_set_backend(v, NULL);
+	vhost_dev_flush(&v->dev);
+	mutex_lock(&v->lock);
+	v->running = false;
+	vhost_iommu_reset(v);
+	mutex_unlock(&v->lock);
+}
+
+static int vhost_iommu_release(struct inode *inode, struct file *f)
+{
+	struct vhost_iommu *v = f->private_data;
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+
+	vhost_iommu_stop(v);
+	vhost_dev_stop(&v->dev);
+	vhost_dev_cleanup(&v->dev);
+	xa_for_each(&v->endpoints, id, ep)
+		kfree(ep);
+	xa_destroy(&v->endpoints);
+	xa_destroy(&v->domains);
+	kvfree(v);
+	return 0;
+}
+
+static int vhost_iommu_start(struct vhost_iommu *v)
+{
+	int i, ret = 0;
+
+	if (!v->configured)
+		return -EINVAL;
+	for (i = 0; i < VHOST_IOMMU_VQ_MAX && !ret; i++) {
+		struct vhost_virtqueue *vq = &v->vqs[i];
+
+		mutex_lock(&vq->mutex);
+		/* access_ok() passes a ring that was never set: check that */
+		if (!vq->desc || !vq->avail || !vq->used ||
+		    !vhost_vq_access_ok(vq)) {
+			ret = -EFAULT;
+		} else {
+			vhost_vq_set_backend(vq, v);
+			ret = vhost_vq_init_access(vq);
+		}
+		mutex_unlock(&vq->mutex);
+	}
+	if (ret) {
+		vhost_iommu_set_backend(v, NULL);
+		return ret;
+	}
+	mutex_lock(&v->lock);
+	v->running = true;
+	mutex_unlock(&v->lock);
+	/* Serve whatever the guest queued before the start. */
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_REQUEST].poll);
+	return 0;
+}
+
+static int vhost_iommu_resv_fit(u32 nr_resv, u32 probe_size)
+{
+	return (u64)nr_resv * sizeof(struct virtio_iommu_probe_resv_mem) <=
+	       probe_size;
+}
+
+static long vhost_iommu_set_config(struct vhost_iommu *v,
+				   struct vhost_iommu_config __user *argp)
+{
+	struct vhost_iommu_config c;
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+	long ret = 0;
+
+	if (copy_from_user(&c, argp, sizeof(c)))
+		return -EFAULT;
+	if (c.flags || c.bypass > 1 ||
+	    !vhost_iommu_zero(c.padding, sizeof(c.padding)) ||
+	    !vhost_iommu_zero((u8 *)c.reserved, sizeof(c.reserved)))
+		return -EINVAL;
+	/* The granule is at least the page size the page table can map. */
+	if (!c.page_size_mask || (c.page_size_mask & (SZ_4K - 1)) ||
+	    c.input_end < c.input_start || c.domain_end < c.domain_start ||
+	    c.probe_size % 4 || c.probe_size > SZ_64K)
+		return -EINVAL;
+	if (c.max_domains > max_domains || c.max_mappings > max_mappings)
+		return -EINVAL;
+	if (!c.max_domains)
+		c.max_domains = max_domains;
+	if (!c.max_mappings)
+		c.max_mappings = max_mappings;
+
+	mutex_lock(&v->lock);
+	if (v->running) {
+		struct vhost_iommu_config now = v->cfg;
+
+		/* Only the guest-writable field may change now. */
+		now.bypass = c.bypass;
+		if (memcmp(&now, &c, sizeof(c)))
+			ret = -EBUSY;
+		else
+			v->cfg.bypass = c.bypass;
+		goto out;
+	}
+	xa_for_each(&v->endpoints, id, ep) {
+		if (!vhost_iommu_resv_fit(ep->nr_resv, c.probe_size)) {
+			ret = -ENOSPC;
+			goto out;
+		}
+	}
+	v->cfg = c;
+	v->configured = true;
+out:
+	mutex_unlock(&v->lock);
+	return ret;
+}
+
+static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
+				     struct vhost_iommu_endpoint __user *argp)
+{
+	struct vhost_iommu_endpoint e;
+	struct vhost_iommu_ep *ep;
+	u32 i;
+	long ret;
+
+	if (copy_from_user(&e, argp, sizeof(e)))
+		return -EFAULT;
+	if (e.flags || e.reserved || e.reserved2[0] || e.reserved2[1] ||
+	    e.nr_resv > VHOST_IOMMU_MAX_RESV)
+		return -EINVAL;
+	ep = kzalloc(struct_size(ep, resv, e.nr_resv), GFP_KERNEL_ACCOUNT);
+	if (!ep)
+		return -ENOMEM;
+	ep->id = e.id;
+	ep->nr_resv = e.nr_resv;
+	if (copy_from_user(ep->resv, u64_to_user_ptr(e.resv_ptr),
+			   flex_array_size(ep, resv, e.nr_resv))) {
+		ret = -EFAULT;
+		goto err;
+	}
+	ret = -EINVAL;
+	for (i = 0; i < e.nr_resv; i++) {
+		struct vhost_iommu_resv_region *r = &ep->resv[i];
+
+		if (r->end < r->start ||
+		    r->subtype > VHOST_IOMMU_RESV_MEM_T_MSI ||
+		    !vhost_iommu_zero(r->reserved, sizeof(r->reserved)))
+			goto err;
+	}
+
+	mutex_lock(&v->lock);
+	if (v->configured && !vhost_iommu_resv_fit(e.nr_resv, v->cfg.probe_size))
+		ret = -ENOSPC;
+	else
+		ret = xa_insert(&v->endpoints, e.id, ep, GFP_KERNEL_ACCOUNT);
+	mutex_unlock(&v->lock);
+	if (ret == -EBUSY)
+		ret = -EEXIST;
+	if (ret)
+		goto err;
+	return 0;
+err:
+	kfree(ep);
+	return ret;
+}
+
+static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
+				     u32 __user *argp)
+{
+	struct vhost_iommu_ep *ep;
+	u32 id;
+
+	if (get_user(id, argp))
+		return -EFAULT;
+	/* Requests run under v->lock: none is looking at the endpoint now. */
+	mutex_lock(&v->lock);
+	ep = xa_erase(&v->endpoints, id);
+	if (ep)
+		vhost_iommu_detach_ep(v, ep);
+	mutex_unlock(&v->lock);
+	if (!ep)
+		return -ENOENT;
+	kfree(ep);
+	return 0;
+}
+
+static long vhost_iommu_translate(struct vhost_iommu *v,
+				  struct vhost_iommu_translate __user *argp)
+{
+	struct vhost_iommu_translate t;
+	struct interval_tree_node *node;
+	struct vhost_iommu_mapping *m;
+	struct vhost_iommu_ep *ep;
+	phys_addr_t pa;
+	long ret = 0;
+
+	if (copy_from_user(&t, argp, sizeof(t)))
+		return -EFAULT;
+	if (t.flags || t.reserved)
+		return -EINVAL;
+	t.gpa = 0;
+	t.size = 0;
+	t.perm = 0;
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, t.endpoint);
+	if (!ep) {
+		ret = -ENODEV;
+	} else if (!ep->domain) {
+		if (v->cfg.bypass) {
+			t.gpa = t.iova;
+			t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+				 VHOST_IOMMU_PERM_BYPASS;
+		} else {
+			ret = -ENOENT;
+		}
+	} else if (ep->domain->bypass) {
+		t.gpa = t.iova;
+		t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+			 VHOST_IOMMU_PERM_BYPASS;
+	} else {
+		node = interval_tree_iter_first(&ep->domain->mappings, t.iova,
+						t.iova);
+		m = node ? container_of(node, struct vhost_iommu_mapping, it) :
+			   NULL;
+		if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
+					VIRTIO_IOMMU_MAP_F_WRITE))) {
+			ret = -ENOENT;
+		} else if (gpt_lookup(&ep->domain->pt, t.iova, &pa, NULL,
+				      NULL)) {
+			/* The table and the tree disagree: our bug. */
+			ret = -EIO;
+		} else {
+			t.gpa = pa;
+			t.size = m->it.last - t.iova + 1;
+			if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
+				t.perm |= VHOST_IOMMU_PERM_READ;
+			if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
+				t.perm |= VHOST_IOMMU_PERM_WRITE;
+		}
+	}
+	mutex_unlock(&v->lock);
+	if (ret)
+		return ret;
+	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;
+}
+
+static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
+{
+	int i;
+
+	if (features & ~VHOST_IOMMU_FEATURES)
+		return -EOPNOTSUPP;
+	if (v->running)
+		return -EBUSY;
+	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++) {
+		mutex_lock(&v->vqs[i].mutex);
+		v->vqs[i].acked_features = features;
+		mutex_unlock(&v->vqs[i].mutex);
+	}
+	return 0;
+}
+
+static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
+			      unsigned long arg)
+{
+	struct vhost_iommu *v = f->private_data;
+	void __user *argp = (void __user *)arg;
+	u64 __user *featurep = argp;
+	u64 features;
+	u32 running;
+	long ret;
+
+	mutex_lock(&v->dev.mutex);
+	if (ioctl == VHOST_GET_FEATURES) {
+		features = VHOST_IOMMU_FEATURES;
+		ret = copy_to_user(featurep, &features, sizeof(features)) ?
+		      -EFAULT : 0;
+		goto out;
+	}
+	if (ioctl != VHOST_SET_OWNER) {
+		ret = vhost_dev_check_owner(&v->dev);
+		if (ret)
+			goto out;
+	}
+
+	switch (ioctl) {
+	case VHOST_SET_FEATURES:
+		if (copy_from_user(&features, featurep, sizeof(features)))
+			ret = -EFAULT;
+		else
+			ret = vhost_iommu_set_features(v, features);
+		break;
+	case VHOST_IOMMU_SET_CONFIG:
+		ret = vhost_iommu_set_config(v, argp);
+		break;
+	case VHOST_IOMMU_GET_CONFIG:
+		mutex_lock(&v->lock);
+		ret = !v->configured ? -ENODATA :
+		      copy_to_user(argp, &v->cfg, sizeof(v->cfg)) ? -EFAULT : 0;
+		mutex_unlock(&v->lock);
+		break;
+	case VHOST_IOMMU_ADD_ENDPOINT:
+		ret = vhost_iommu_add_endpoint(v, argp);
+		break;
+	case VHOST_IOMMU_DEL_ENDPOINT:
+		ret = vhost_iommu_del_endpoint(v, argp);
+		break;
+	case VHOST_IOMMU_TRANSLATE:
+		ret = vhost_iommu_translate(v, argp);
+		break;
+	case VHOST_IOMMU_SET_RUNNING:
+		if (get_user(running, (u32 __user *)argp)) {
+			ret = -EFAULT;
+		} else if (running > 1) {
+			ret = -EINVAL;
+		} else if (running == v->running) {
+			ret = running ? -EBUSY : 0;
+		} else if (running) {
+			ret = vhost_iommu_start(v);
+		} else {
+			vhost_iommu_stop(v);
+			ret = 0;
+		}
+		break;
+	case VHOST_RESET_OWNER:
+	case VHOST_SET_LOG_BASE:
+	case VHOST_SET_LOG_FD:
+		/* No dirty logging; reset is SET_RUNNING 0 or close(). */
+		ret = -EOPNOTSUPP;
+		break;
+	default:
+		/* The vring, memory table and owner calls are vhost's. */
+		if (v->running && ioctl == VHOST_SET_MEM_TABLE) {
+			ret = -EBUSY;
+			break;
+		}
+		ret = vhost_dev_ioctl(&v->dev, ioctl, argp);
+		if (ret == -ENOIOCTLCMD) {
+			if (v->running) {
+				ret = -EBUSY;
+				break;
+			}
+			ret = vhost_vring_ioctl(&v->dev, ioctl, argp);
+		}
+		break;
+	}
+out:
+	mutex_unlock(&v->dev.mutex);
+	return ret;
+}
+
+static const struct file_operations vhost_iommu_fops = {
+	.owner		= THIS_MODULE,
+	.release	= vhost_iommu_release,
+	.unlocked_ioctl	= vhost_iommu_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.open		= vhost_iommu_open,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice vhost_iommu_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "vhost-iommu",
+	.fops	= &vhost_iommu_fops,
+};
+module_misc_device(vhost_iommu_misc);
+
+MODULE_DESCRIPTION("Host kernel accelerator for virtio-iommu");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * vhost-iommu: the virtio-iommu device (virtio 1.3, device ID 23) served by
+ * the host kernel.  See Documentation/iommu/vhost-iommu.rst.
+ *
+ * A VMM opens /dev/vhost-iommu and drives it with the usual vhost calls
+ * (VHOST_SET_OWNER, VHOST_GET_FEATURES, VHOST_SET_FEATURES,
+ * VHOST_SET_MEM_TABLE, VHOST_SET_VRING_NUM/ADDR/BASE/KICK/CALL) for the
+ * request queue (index 0) and the event queue (index 1), plus the calls
+ * below.  Every structure has fixed-size fields; reserved fields and unknown
+ * flags must be zero and are rejected with EINVAL otherwise, so that they
+ * can gain a meaning later.
+ */
+#ifndef _UAPI_LINUX_VHOST_IOMMU_H
+#define _UAPI_LINUX_VHOST_IOMMU_H
+
+#include <linux/types.h>
+#include <linux/vhost.h>
+
+/* Virtqueue indices */
+#define VHOST_IOMMU_VQ_REQUEST		0
+#define VHOST_IOMMU_VQ_EVENT		1
+#define VHOST_IOMMU_VQ_MAX		2
+
+/**
+ * struct vhost_iommu_config - the device configuration the guest sees
+ * @page_size_mask: page sizes; the lowest set bit is the granule, at least
+ *                  4 KiB
+ * @input_start: first IOVA a mapping may use
+ * @input_end: last IOVA a mapping may use
+ * @domain_start: first domain ID
+ * @domain_end: last domain ID
+ * @probe_size: size of the PROBE properties buffer, a multiple of 4; the
+ *              reserved regions of every endpoint must fit
+ * @bypass: 1 when endpoints that are not attached bypass translation; the
+ *          only field the guest may write, so the only one that may change
+ *          while the device runs
+ * @padding: zero
+ * @max_domains: domains the guest may create (0: the module default, at
+ *               most the max_domains module parameter); ATTACH answers
+ *               NOMEM past it
+ * @flags: zero (reserved)
+ * @max_mappings: mappings over all domains (0: the module default, at most
+ *                the max_mappings module parameter); MAP answers NOMEM past
+ *                it
+ * @reserved: zero; room for page-table sharing (formats the device walks)
+ *
+ * The VMM mirrors @page_size_mask to @probe_size and @bypass into the
+ * virtio config space it exposes, and forwards the guest's writes of
+ * @bypass with VHOST_IOMMU_SET_CONFIG.
+ */
+struct vhost_iommu_config {
+	__u64 page_size_mask;
+	__u64 input_start;
+	__u64 input_end;
+	__u32 domain_start;
+	__u32 domain_end;
+	__u32 probe_size;
+	__u8 bypass;
+	__u8 padding[3];
+	__u32 max_domains;
+	__u32 flags;
+	__u64 max_mappings;
+	__u64 reserved[4];
+};
+
+/* Subtypes of a reserved region, as in the PROBE RESV_MEM property */
+#define VHOST_IOMMU_RESV_MEM_T_RESERVED	0
+#define VHOST_IOMMU_RESV_MEM_T_MSI	1
+
+/**
+ * struct vhost_iommu_resv_region - a reserved region of an endpoint
+ * @start: first address
+ * @end: last address (inclusive)
+ * @subtype: VHOST_IOMMU_RESV_MEM_T_*
+ * @reserved: zero
+ */
+struct vhost_iommu_resv_region {
+	__u64 start;
+	__u64 end;
+	__u8 subtype;
+	__u8 reserved[7];
+};
+
+/* Most reserved regions per endpoint */
+#define VHOST_IOMMU_MAX_RESV		32
+
+/**
+ * struct vhost_iommu_endpoint - an endpoint the guest may attach
+ * @id: the endpoint ID (QEMU uses the PCI requester ID)
+ * @flags: zero; reserved for the binding of a vhost device (vhost-net) to
+ *         the endpoint, so the kernel translates its DMA
+ * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
+ * @reserved: zero
+ * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
+ *            reported to the guest by PROBE as RESV_MEM properties
+ * @reserved2: zero
+ */
+struct vhost_iommu_endpoint {
+	__u32 id;
+	__u32 flags;
+	__u32 nr_resv;
+	__u32 reserved;
+	__u64 resv_ptr;
+	__u64 reserved2[2];
+};
+
+/* struct vhost_iommu_translate.perm */
+#define VHOST_IOMMU_PERM_READ		(1 << 0)
+#define VHOST_IOMMU_PERM_WRITE		(1 << 1)
+#define VHOST_IOMMU_PERM_MMIO		(1 << 2)
+#define VHOST_IOMMU_PERM_BYPASS		(1 << 3)
+
+/**
+ * struct vhost_iommu_translate - translate an IOVA as an endpoint's DMA
+ * @endpoint: in: the endpoint ID
+ * @flags: in: zero (reserved)
+ * @iova: in: the input address
+ * @gpa: out: the guest-physical address @iova maps to
+ * @size: out: bytes from @iova to the end of its mapping (0 in bypass:
+ *        the whole space)
+ * @perm: out: VHOST_IOMMU_PERM_*
+ * @reserved: zero
+ *
+ * For a VMM's emulated devices behind the IOMMU, and for tests.  Fails with
+ * ENOENT when @iova is not mapped or the endpoint is not attached (and the
+ * config does not bypass), ENODEV for an unknown endpoint.
+ */
+struct vhost_iommu_translate {
+	__u32 endpoint;
+	__u32 flags;
+	__u64 iova;
+	__u64 gpa;
+	__u64 size;
+	__u32 perm;
+	__u32 reserved;
+};
+
+/*
+ * Our calls, in the VHOST_VIRTIO (0xAF) space from 0xA0 on, which
+ * include/uapi/linux/vhost.h does not use.
+ *
+ * VHOST_IOMMU_SET_CONFIG: set the device config.  Before the device runs,
+ * any field; while it runs only @bypass may change (EBUSY otherwise).
+ * VHOST_IOMMU_GET_CONFIG: read it back, with the limits in effect.
+ * VHOST_IOMMU_ADD_ENDPOINT / VHOST_IOMMU_DEL_ENDPOINT (argument: the ID):
+ * register an endpoint, or remove it (detaching it first).  Allowed while
+ * the device runs (hotplug).
+ * VHOST_IOMMU_SET_RUNNING (argument: 1 start, 0 stop): start serving the
+ * queues, or stop and reset the device: every domain and mapping goes,
+ * endpoints stay registered.
+ * VHOST_IOMMU_TRANSLATE: see struct vhost_iommu_translate.
+ *
+ * Reserved for later, so they keep their numbers: 0xA7 binding a vhost
+ * device to an endpoint, 0xA8 statistics.  Page-table sharing (requests
+ * ATTACH_TABLE 6 and INVALIDATE 7) will be announced by a feature bit and
+ * configured through @reserved of struct vhost_iommu_config.
+ */
+#define VHOST_IOMMU_SET_CONFIG	_IOW(VHOST_VIRTIO, 0xA0, struct vhost_iommu_config)
+#define VHOST_IOMMU_GET_CONFIG	_IOR(VHOST_VIRTIO, 0xA1, struct vhost_iommu_config)
+#define VHOST_IOMMU_ADD_ENDPOINT _IOW(VHOST_VIRTIO, 0xA2, struct vhost_iommu_endpoint)
+#define VHOST_IOMMU_DEL_ENDPOINT _IOW(VHOST_VIRTIO, 0xA3, __u32)
+#define VHOST_IOMMU_SET_RUNNING	_IOW(VHOST_VIRTIO, 0xA4, __u32)
+#define VHOST_IOMMU_TRANSLATE	_IOWR(VHOST_VIRTIO, 0xA5, struct vhost_iommu_translate)
+
+#endif /* _UAPI_LINUX_VHOST_IOMMU_H */
