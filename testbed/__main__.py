@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="6.12's virtio-iommu driver against ours (dma_map_benchmark)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernels as they are built")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.pt(args.runs or None)
         elif args.cmd == "bench-viommu":
             from . import bench
-            bench.viommu(args.threads, args.seconds)
+            bench.viommu(args.threads, args.seconds, not args.no_build)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

@@ -221,10 +221,12 @@ def viommu_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def viommu(threads: int = 2, seconds: int = 20) -> Path:
+def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
     """6.12's virtio-iommu driver against ours, and the no-IOMMU floor."""
-    kernel.build_all(sorted({sc.kernel for sc in BENCH_SCENARIOS.values()}))
-    for target in sorted({sc.kernel for sc in BENCH_SCENARIOS.values()}):
+    targets = sorted({sc.kernel for sc in BENCH_SCENARIOS.values()})
+    if build:
+        kernel.build_all(targets)
+    for target in targets:
         initramfs.base_image(target)
     rows = []
     for (driver, mode), sc in zip(BENCH_ROWS, BENCH_SCENARIOS.values()):
