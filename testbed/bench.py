@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -228,14 +229,20 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
         kernel.build_all(targets)
     for target in targets:
         initramfs.base_image(target)
-    rows = []
+    rows, errors = [], []
     for (driver, mode), sc in zip(BENCH_ROWS, BENCH_SCENARIOS.values()):
         sc = dataclasses.replace(
             sc, timeout_s=seconds + 150,
             env={**sc.env, "TB_BENCH_THREADS": str(threads),
                  "TB_BENCH_SECONDS": str(seconds)})
         with step(f"boot {sc.name} ({threads} threads, {seconds} s)"):
-            rows.append(viommu_row(driver, mode, boot.run_scenario(sc)))
+            try:
+                rows.append(viommu_row(driver, mode, boot.run_scenario(sc)))
+            except StepError as exc:        # the other rows still count
+                errors.append(str(exc))
+                print(f"error: {exc}", file=sys.stderr)
+    if not rows:
+        raise StepError("no benchmark row: " + "; ".join(errors))
     for r in rows:
         r.update(threads=threads, seconds=seconds)
     paths.BENCH.mkdir(parents=True, exist_ok=True)
@@ -243,4 +250,6 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
     out.write_text(json.dumps(rows, indent=1) + "\n")
     print(viommu_table(rows))
     print(f"wrote {out}")
+    if errors:
+        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
     return out
