@@ -8,7 +8,7 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?= x86_64 x86_64-debug arm64
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean bench-pt
+	boot kunit lint check run clean bench-pt bench-viommu
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -23,6 +23,7 @@ help:
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
+	@echo "make bench-viommu [THREADS=2 SECONDS=20]  6.12's virtio-iommu driver vs ours -> build/bench/viommu.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
 deps:
@@ -63,6 +64,10 @@ kunit: tree
 
 bench-pt: tree
 	$(TB) bench-pt $(K)
+
+# Builds the x86_64-stock kernel (6.12's driver) too; make check never does.
+bench-viommu: tree
+	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS))
 
 lint: tree
 	$(TB) lint

@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("lint", help="checkpatch, sparse and W=1 over the series")
     p = sub.add_parser("bench-pt", help="generic_pt against the code it replaces")
     p.add_argument("runs", nargs="*", help="bench-um, bench-x86_64 (default both)")
+    p = sub.add_parser("bench-viommu",
+                       help="6.12's virtio-iommu driver against ours (dma_map_benchmark)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernels as they are built")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -81,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-pt":
             from . import bench
             bench.pt(args.runs or None)
+        elif args.cmd == "bench-viommu":
+            from . import bench
+            bench.viommu(args.threads, args.seconds, not args.no_build)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Benchmarks: run them, collect their lines, write build/bench/<name>.json.
 
+`make bench-viommu` boots the DMA map benchmark scenarios (BENCH_SCENARIOS:
+6.12's virtio-iommu driver and ours, strict and lazy, and no IOMMU) and
+writes build/bench/viommu.json; see viommu() below.
+
 `make bench-pt` runs the generic_pt KUnit benchmark (gpt_bench.c), which
 prints one line per format, operation and case:
 
@@ -15,12 +19,16 @@ measured in the same run, so their ratio holds even where absolute times
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import sys
+from collections import Counter
 from pathlib import Path
 
-from . import kunit, paths
-from .shell import StepError
+from . import boot, initramfs, kernel, kunit, paths
+from .scenarios import BENCH_ROWS, BENCH_SCENARIOS
+from .shell import StepError, step
 
 BENCH_LINE = re.compile(
     r"# bench: (?P<format>\S+) (?P<op>\S+) (?P<case>\S+) "
@@ -81,4 +89,167 @@ def pt(runs: list[str] | None = None) -> Path:
     out.write_text(json.dumps(rows, indent=1) + "\n")
     print(table(rows))
     print(f"wrote {out}")
+    return out
+
+
+# --- make bench-viommu -------------------------------------------------------
+
+# dma_map_benchmark's output (tools/testing/selftests/dma); the kernel keeps
+# whole 100 ns per operation, so a latency is a multiple of 100 ns, rounded down.
+LATENCY = re.compile(r"dmabench: average (?P<op>map|unmap) latency\(us\):(?P<us>[0-9.]+)")
+ENDPOINT = re.compile(r"dmabench: device \S+ endpoint (?P<ep>\d+)")
+STATS = re.compile(r"viommu-(?P<when>before|after): (?P<key>[a-z_]+) (?P<val>\d+)$")
+# Our driver's request counters (debugfs stats), by request type.
+REQUEST_TYPES = ("attach", "detach", "map", "unmap", "probe")
+
+TRACE = re.compile(r"^(?P<event>virtio_iommu_attach|virtio_iommu_detach|virtio_iommu_map"
+                   r"|virtio_iommu_unmap|virtio_iommu_probe|virtio_queue_notify) "
+                   r"(?P<args>.*)$")
+
+
+def trace_counts(text: str, endpoint: int) -> dict:
+    """What QEMU's virtio-iommu served while the benchmark ran.
+
+    The window opens at the kick before the first MAP into the benchmark
+    device's domain (nothing maps into it before: it has no driver until the
+    benchmark binds). pairs: pages mapped into that domain (one page per map
+    at granule 1); requests: every request after the window opened;
+    kicks: notifies of queue 0, the request queue.
+    """
+    lines = []
+    for line in text.splitlines():
+        m = TRACE.match(line)
+        if m:
+            args = dict(a.split("=", 1) for a in m["args"].replace(" n ", " n=").split()
+                        if "=" in a)
+            lines.append((m["event"], args))
+    domain = None
+    for event, args in lines:
+        if event == "virtio_iommu_attach" and int(args["endpoint"]) == endpoint:
+            domain = args["domain"]
+    if domain is None:
+        raise StepError(f"trace: endpoint {endpoint} was never attached")
+    first = next((i for i, (e, a) in enumerate(lines)
+                  if e == "virtio_iommu_map" and a["domain"] == domain), None)
+    if first is None:
+        raise StepError(f"trace: nothing mapped into domain {domain}")
+    start = max((i for i, (e, a) in enumerate(lines[:first])
+                 if e == "virtio_queue_notify" and a.get("n") == "0"), default=first)
+    got = Counter()
+    pages = 0
+    for event, args in lines[start:]:
+        if event == "virtio_queue_notify":
+            if args.get("n") == "0":
+                got["kicks"] += 1
+            continue
+        got["requests"] += 1
+        if event == "virtio_iommu_map" and args["domain"] == domain:
+            pages += (int(args["virt_end"], 16) - int(args["virt_start"], 16) + 1) >> 12
+    return {"pairs": pages, "requests": got["requests"], "kicks": got["kicks"]}
+
+
+def driver_counts(diags: list[str]) -> dict | None:
+    """Our driver's own counters (debugfs) after the benchmark less before."""
+    got = {"before": Counter(), "after": Counter()}
+    for d in diags:
+        m = STATS.match(d)
+        if m:
+            got[m["when"]][m["key"]] += int(m["val"])
+    if not got["after"]:
+        return None
+    delta = {k: got["after"][k] - got["before"][k] for k in got["after"]}
+    return {"requests": sum(delta.get(k, 0) for k in REQUEST_TYPES),
+            "kicks": delta.get("kicks", 0)}
+
+
+def per_1k(count: int, pairs: int) -> float:
+    return round(count * 1000 / pairs, 1)
+
+
+def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
+    """One row of viommu.json from a finished benchmark boot."""
+    name = result.scenario.name
+    bench = result.console.steps.get("dma-bench")
+    if not result.ok or not bench:
+        raise StepError(f"{name} failed:\n{result.summary()}")
+    diags = bench.diagnostics()
+    lat = {m["op"]: round(float(m["us"]) * 1000) for m in map(LATENCY.search, diags) if m}
+    if set(lat) != {"map", "unmap"}:
+        raise StepError(f"{name}: no latencies from dma_map_benchmark ({result.log})")
+    row = {"driver": driver, "mode": mode, "map_ns": lat["map"], "unmap_ns": lat["unmap"],
+           "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
+    if driver == "none":
+        return row
+    ep = next((int(m["ep"]) for m in map(ENDPOINT.search, diags) if m), None)
+    if ep is None or not result.trace_log:
+        raise StepError(f"{name}: no endpoint ID or no QEMU trace ({result.log})")
+    qemu_counts = trace_counts(result.trace_log.read_text(errors="replace"), ep)
+    pairs = qemu_counts["pairs"]
+    # The headline comes from the driver's counters where it has them (ours),
+    # else from QEMU's trace (6.12); QEMU's view is kept for both.
+    counts = driver_counts(diags) if driver == "ours" else qemu_counts
+    if counts is None:
+        raise StepError(f"{name}: no driver counters in the console ({result.log})")
+    row.update(requests_per_1k_maps=per_1k(counts["requests"], pairs),
+               kicks_per_1k_maps=per_1k(counts["kicks"], pairs),
+               pairs=pairs, counted_by="driver" if driver == "ours" else "qemu-trace",
+               qemu_requests_per_1k_maps=per_1k(qemu_counts["requests"], pairs),
+               qemu_kicks_per_1k_maps=per_1k(qemu_counts["kicks"], pairs))
+    return row
+
+
+def viommu_table(rows: list[dict]) -> str:
+    """The rows, with each driver's cost against 6.12's in the same mode."""
+    ref = {r["mode"]: r for r in rows if r["driver"] == "6.12"}
+    floor = next((r for r in rows if r["driver"] == "none"), None)
+
+    def x(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if a and b else "-"
+
+    out = [f"{'driver':6} {'mode':6} {'map ns':>8} {'unmap ns':>8} {'req/1k':>8} "
+           f"{'kicks/1k':>8}   {'vs 6.12: map':>12} {'unmap':>6} {'kicks':>6}"
+           f"   {'vs none: map':>12} {'unmap':>6}"]
+    for r in rows:
+        base = ref.get(r["mode"])
+        vs = (f"{x(r['map_ns'], base['map_ns']):>12} {x(r['unmap_ns'], base['unmap_ns']):>6} "
+              f"{x(r['kicks_per_1k_maps'], base['kicks_per_1k_maps']):>6}"
+              if base and r is not base else f"{'':12} {'':6} {'':6}")
+        vf = (f"{x(r['map_ns'], floor['map_ns']):>12} {x(r['unmap_ns'], floor['unmap_ns']):>6}"
+              if floor and r is not floor else "")
+        out.append(f"{r['driver']:6} {r['mode']:6} {r['map_ns']:>8} {r['unmap_ns']:>8} "
+                   f"{r['requests_per_1k_maps']:>8} {r['kicks_per_1k_maps']:>8}   {vs}"
+                   f"   {vf}".rstrip())
+    return "\n".join(out)
+
+
+def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
+    """6.12's virtio-iommu driver against ours, and the no-IOMMU floor."""
+    targets = sorted({sc.kernel for sc in BENCH_SCENARIOS.values()})
+    if build:
+        kernel.build_all(targets)
+    for target in targets:
+        initramfs.base_image(target)
+    rows, errors = [], []
+    for (driver, mode), sc in zip(BENCH_ROWS, BENCH_SCENARIOS.values()):
+        sc = dataclasses.replace(
+            sc, timeout_s=seconds + 150,
+            env={**sc.env, "TB_BENCH_THREADS": str(threads),
+                 "TB_BENCH_SECONDS": str(seconds)})
+        with step(f"boot {sc.name} ({threads} threads, {seconds} s)"):
+            try:
+                rows.append(viommu_row(driver, mode, boot.run_scenario(sc)))
+            except StepError as exc:        # the other rows still count
+                errors.append(str(exc))
+                print(f"error: {exc}", file=sys.stderr)
+    if not rows:
+        raise StepError("no benchmark row: " + "; ".join(errors))
+    for r in rows:
+        r.update(threads=threads, seconds=seconds)
+    paths.BENCH.mkdir(parents=True, exist_ok=True)
+    out = paths.BENCH / "viommu.json"
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(viommu_table(rows))
+    print(f"wrote {out}")
+    if errors:
+        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from . import initramfs, paths, qemu
 from .kernel import TARGETS
 from .ktap import Case, Console, parse_console
-from .scenarios import FAULT_PATTERNS, SCENARIOS, Scenario
+from .scenarios import BENCH_SCENARIOS, FAULT_PATTERNS, SCENARIOS, Scenario
 from .shell import StepError
 
 DISK_READ_MB = 8
@@ -99,10 +99,14 @@ def _pattern(seed: int, mb: int) -> bytes:
     return random.Random(seed).randbytes(mb << 20)
 
 
-def run_scenario(name: str) -> Result:
-    if name not in SCENARIOS:
+def run_scenario(name: str | Scenario) -> Result:
+    """Boot a scenario, by name (SCENARIOS, BENCH_SCENARIOS) or as given."""
+    if isinstance(name, Scenario):
+        sc = name
+    elif name in SCENARIOS or name in BENCH_SCENARIOS:
+        sc = SCENARIOS.get(name) or BENCH_SCENARIOS[name]
+    else:
         raise StepError(f"unknown scenario {name!r} (see `make scenarios`)")
-    sc = SCENARIOS[name]
     target = TARGETS[sc.kernel]
     if not target.image_path.exists():
         raise StepError(f"kernel {sc.kernel} is not built: make kernel-{sc.kernel}")

@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .shell import StepError, build_lock, run, step
+from .shell import StepError, build_lock, output, run, step
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,11 @@ class Target:
     fragments: tuple[str, ...]     # files in configs/, applied over allnoconfig
     image: str                     # path of the boot image inside the O= directory
     cross: str = ""                # CROSS_COMPILE=
+    stock: bool = False            # built from TREE_STOCK (6.12's virtio-iommu)
+
+    @property
+    def source(self) -> Path:
+        return paths.TREE_STOCK if self.stock else paths.TREE
 
     @property
     def outdir(self) -> Path:
@@ -39,12 +45,16 @@ class Target:
 
 
 TARGETS = {t.name: t for t in (
-    Target("x86_64", "x86", ("common.config", "x86_64.config"),
+    Target("x86_64", "x86", ("common.config", "x86_64.config", "vhost-iommu.config"),
            "arch/x86/boot/bzImage"),
-    Target("x86_64-debug", "x86", ("common.config", "x86_64.config", "debug.config"),
+    Target("x86_64-debug", "x86",
+           ("common.config", "x86_64.config", "vhost-iommu.config", "debug.config"),
            "arch/x86/boot/bzImage"),
     Target("arm64", "arm64", ("common.config", "arm64.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
+    # The 6.12 virtio-iommu driver, for `make bench-viommu` only (see stock_tree).
+    Target("x86_64-stock", "x86", ("common.config", "x86_64.config"),
+           "arch/x86/boot/bzImage", stock=True),
 )}
 
 # The targets `make check` needs; arm64 last so x86_64 results come first.
@@ -52,7 +62,7 @@ DEFAULT_TARGETS = ("x86_64", "x86_64-debug", "arm64")
 
 
 def make_args(t: Target) -> list[str]:
-    args = ["make", "-C", str(paths.TREE), f"O={t.outdir}", f"ARCH={t.arch}",
+    args = ["make", "-C", str(t.source), f"O={t.outdir}", f"ARCH={t.arch}",
             f"-j{os.cpu_count() or 2}"]
     if t.cross:
         args.append(f"CROSS_COMPILE={t.cross}")
@@ -105,8 +115,48 @@ def configure(t: Target) -> None:
     stamp.write_text(digest)
 
 
+# Files our guest driver replaces: the stock tree stops before the first
+# patch that touches them.
+DRIVER_FILES = ("drivers/iommu/virtio-iommu.c", "include/uapi/linux/virtio_iommu.h")
+
+
+def stock_commit() -> str:
+    """The commit of build/tree just before the series touches DRIVER_FILES."""
+    tree = str(paths.TREE)
+    first = output(["git", "-C", tree, "rev-list", "--reverse", "base..HEAD",
+                    "--", *DRIVER_FILES]).split()
+    if not first:
+        raise StepError("no commit after base touches the virtio-iommu driver")
+    return output(["git", "-C", tree, "rev-parse", f"{first[0]}^"]).strip()
+
+
+def stock_tree() -> Path:
+    """build/tree-stock: a git worktree of build/tree at stock_commit().
+
+    It has the series' patches before our driver (the VFIO selftest and
+    generic_pt, which the 6.12 driver does not use) and 6.12's
+    virtio-iommu.c. It follows build/tree: a re-assembled tree moves it to
+    the new commit; a tree made from scratch gets a new worktree.
+    """
+    sha = stock_commit()
+    wt = paths.TREE_STOCK
+    head = subprocess.run(["git", "-C", str(wt), "rev-parse", "HEAD"], text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if wt.exists() and head.returncode == 0:
+        if head.stdout.strip() != sha:
+            run(["git", "-C", wt, "checkout", "-q", "-f", "--detach", sha])
+        return wt
+    if wt.exists():
+        shutil.rmtree(wt)           # its build/tree was made again from scratch
+    run(["git", "-C", paths.TREE, "worktree", "prune"], quiet=True)
+    run(["git", "-C", paths.TREE, "worktree", "add", "-q", "--detach", wt, sha])
+    return wt
+
+
 def build(t: Target) -> None:
     """Configure, build the image and modules, install modules and uAPI headers."""
+    if t.stock:
+        stock_tree()
     with step(f"kernel {t.name}"), build_lock(paths.BUILD_LOCK):
         configure(t)
         log = paths.LOGS / f"build-{t.name}.log"

@@ -17,6 +17,7 @@ GUEST = ROOT / "guest"
 
 BASE_DIR = BUILD / "base"          # downloaded .deb and the unpacked tarball
 TREE = BUILD / "tree"              # the assembled git tree (never built in place)
+TREE_STOCK = BUILD / "tree-stock"  # worktree of TREE before our virtio-iommu driver
 KBUILD = BUILD / "kbuild"          # one O= directory per kernel target
 IMAGES = BUILD / "images"          # initramfs images, disk images
 LOGS = BUILD / "logs"              # console logs of boots and kunit runs

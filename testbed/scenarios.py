@@ -43,11 +43,14 @@ class Scenario:
     append: str = ""                # extra kernel command line
     timeout_s: int = 240
     env: dict = field(default_factory=dict)
+    extra_trace: tuple[str, ...] = ()
 
     @property
     def trace(self) -> tuple[str, ...]:
         """QEMU trace events the report counts (requests the device served)."""
-        return VIRTIO_IOMMU_TRACE if "virtio-iommu" in self.machine else ()
+        if "virtio-iommu" not in self.machine:
+            return ()
+        return VIRTIO_IOMMU_TRACE + self.extra_trace
 
     @property
     def arch(self) -> str:
@@ -107,3 +110,32 @@ _ALL = (
 )
 
 SCENARIOS = {s.name: s for s in _ALL}
+
+
+# `make bench-viommu` (testbed/bench.py), not part of `make check`: the DMA
+# map benchmark on a spare edu device, with 6.12's driver (kernel
+# x86_64-stock) and ours, strict and lazy, and without an IOMMU. The edu is
+# the only device besides the IOMMU, so every virtio queue notify QEMU traces
+# is a kick of the IOMMU (queue 0 requests, queue 1 events).
+BENCH_TRACE = ("virtio_queue_notify",)
+BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "DMA-FQ")}
+BENCH_KERNELS = {"6.12": "x86_64-stock", "ours": "x86_64"}
+
+
+def _bench(driver: str, mode: str) -> Scenario:
+    if driver == "none":
+        return _sc("bench-viommu-none", "DMA map benchmark without an IOMMU (floor)",
+                   "q35", "x86_64", ("dma-bench",), devices=("edu",),
+                   env={"TB_BENCH_GROUP": "none"})
+    append, group = BENCH_MODES[mode]
+    return _sc(f"bench-viommu-{driver}-{mode}",
+               f"DMA map benchmark, {driver} virtio-iommu driver, {mode} domains",
+               "q35-virtio-iommu", BENCH_KERNELS[driver], ("dma-bench",),
+               devices=("edu",), append=append, env={"TB_BENCH_GROUP": group},
+               extra_trace=BENCH_TRACE)
+
+
+# (driver, mode) of each row of build/bench/viommu.json, in table order
+BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("6.12", "lazy"),
+              ("ours", "lazy"), ("none", "-"))
+BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}

@@ -132,3 +132,35 @@ def test_report_reads_the_driver_counters():
     assert any("20 kicks, 4.05 requests per kick" in ln for ln in lines)
     assert any("3 faults, 3 reported to the IOMMU core" in ln for ln in lines)
     assert lines[-1].endswith("virtio0 domain 1 type=dma-lazy endpoints=1 maps=40")
+
+
+def test_bench_viommu_counts():
+    """make bench-viommu: QEMU's trace and the driver's counters, per benchmark window."""
+    from testbed import bench
+    from testbed.scenarios import BENCH_SCENARIOS, SCENARIOS
+
+    trace = "\n".join([
+        "virtio_queue_notify vdev 0x1 n 1 vq 0x2",          # event buffers
+        "virtio_queue_notify vdev 0x1 n 0 vq 0x3",
+        "virtio_iommu_attach domain=0 endpoint=8",          # boot: not counted
+        "virtio_queue_notify vdev 0x1 n 0 vq 0x3",
+        "virtio_iommu_attach domain=1 endpoint=16",         # the benchmark device
+        "virtio_queue_notify vdev 0x1 n 0 vq 0x3",          # window opens
+        "virtio_iommu_map domain=1 virt_start=0xfffff000 virt_end=0xffffffff "
+        "phys_start=0x1000 flags=3",
+        "virtio_iommu_map domain=1 virt_start=0xffffe000 virt_end=0xffffefff "
+        "phys_start=0x2000 flags=3",
+        "virtio_queue_notify vdev 0x1 n 0 vq 0x3",
+        "virtio_iommu_unmap domain=1 virt_start=0xfffff000 virt_end=0xffffffff",
+        "virtio_iommu_unmap domain=1 virt_start=0xffffe000 virt_end=0xffffefff",
+        ""])
+    assert bench.trace_counts(trace, 16) == {"pairs": 2, "requests": 4, "kicks": 2}
+    with pytest.raises(Exception):
+        bench.trace_counts(trace, 24)
+    diags = ["viommu-before: map 1", "viommu-before: kicks 5", "viommu-before: attach 1",
+             "viommu-after: map 3", "viommu-after: unmap 2", "viommu-after: attach 1",
+             "viommu-after: kicks 8", "viommu-after: domain 1 type=dma-strict maps=2"]
+    assert bench.driver_counts(diags) == {"requests": 4, "kicks": 3}
+    assert bench.per_1k(3, 2) == 1500.0
+    # The benchmark boots are not make check's: they need the x86_64-stock kernel.
+    assert not set(BENCH_SCENARIOS) & set(SCENARIOS)
