@@ -291,6 +291,9 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 	/* The whole 64-bit space cannot be one length; nor may phys wrap. */
 	if (!len || phys + (len - 1) < phys)
 		return VIRTIO_IOMMU_S_RANGE;
+	/* Nor may it go past what the table holds (52 bits in AMD v1). */
+	if (dom->pt.oas < 64 && (phys + (len - 1)) >> dom->pt.oas)
+		return VIRTIO_IOMMU_S_RANGE;
 	if (interval_tree_iter_first(&dom->mappings, start, end))
 		return VIRTIO_IOMMU_S_INVAL;
 	if (v->nr_mappings >= v->cfg.max_mappings)
