@@ -42,6 +42,12 @@ static unsigned long max_mappings = 1UL << 20;
 module_param(max_mappings, ulong, 0644);
 MODULE_PARM_DESC(max_mappings, "Most mappings one device may hold (default 1M)");
 
+static unsigned long max_table_pages = 1UL << 15;
+module_param(max_table_pages, ulong, 0644);
+MODULE_PARM_DESC(max_table_pages,
+		 "Most page-table pages one device may hold (default 32768: 128 MiB)");
+
+
 /* Requests per kick before the worker yields */
 #define VHOST_IOMMU_WEIGHT	256
 
@@ -93,6 +99,7 @@ struct vhost_iommu {
 	struct xarray domains;			/* ID -> struct vhost_iommu_domain */
 	unsigned int nr_domains;
 	unsigned long nr_mappings;
+	long nr_table_pages;			/* over all domains' tables */
 };
 
 static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
@@ -115,10 +122,14 @@ static void vhost_iommu_unmap_one(struct vhost_iommu *v,
 
 	interval_tree_remove(&m->it, &dom->mappings);
 	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
+		long tables = atomic_long_read(&dom->pt.nr_tables);
+
 		iommu_iotlb_gather_init(&gather);
 		gpt_unmap(&dom->pt, m->it.start, len, &gather);
 		/* Nothing walks this table but us: free right away. */
 		iommu_put_pages_list(&gather.freelist);
+		v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) -
+				     tables;
 	}
 	dom->nr_mappings--;
 	v->nr_mappings--;
@@ -140,8 +151,10 @@ static void vhost_iommu_free_domain(struct vhost_iommu *v,
 		v->nr_mappings--;
 		kfree(m);
 	}
-	if (!dom->bypass)
+	if (!dom->bypass) {
+		v->nr_table_pages -= atomic_long_read(&dom->pt.nr_tables);
 		gpt_deinit(&dom->pt);
+	}
 	v->nr_domains--;
 	kfree(dom);
 }
@@ -222,8 +235,14 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 			kfree(dom);
 			return VIRTIO_IOMMU_S_NOMEM;
 		}
-		ret = xa_err(xa_store(&v->domains, domain, dom,
-				      GFP_KERNEL_ACCOUNT));
+		/* Its top table counts against the budget */
+		ret = 0;
+		if (!bypass && v->nr_table_pages +
+		    atomic_long_read(&dom->pt.nr_tables) > v->cfg.max_table_pages)
+			ret = -ENOMEM;
+		if (!ret)
+			ret = xa_err(xa_store(&v->domains, domain, dom,
+					      GFP_KERNEL_ACCOUNT));
 		if (ret) {
 			if (!bypass)
 				gpt_deinit(&dom->pt);
@@ -231,6 +250,8 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 			return VIRTIO_IOMMU_S_NOMEM;
 		}
 		v->nr_domains++;
+		if (!bypass)
+			v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables);
 	}
 
 	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
@@ -258,6 +279,39 @@ static u8 vhost_iommu_detach(struct vhost_iommu *v,
 		return VIRTIO_IOMMU_S_INVAL;
 	vhost_iommu_detach_ep(v, ep);
 	return VIRTIO_IOMMU_S_OK;
+}
+
+/*
+ * gpt_map() in chunks, within the device's page-table budget.  A chunk is
+ * 512 of the largest pages the alignment of @iova against @phys allows (at
+ * most 1 GiB pages), aligned: it needs at most a couple of new tables and
+ * still takes the largest pages.  Between chunks the budget is checked and
+ * the CPU given up, so that one MAP of a huge range that must use small
+ * pages can neither eat host memory nor hold the worker for long.
+ */
+static int vhost_iommu_pt_map(struct vhost_iommu *v,
+			      struct vhost_iommu_domain *dom, u64 iova,
+			      u64 phys, u64 len, int prot, size_t *mapped)
+{
+	long others = v->nr_table_pages - atomic_long_read(&dom->pt.nr_tables);
+	unsigned int lg = (iova ^ phys) ? __ffs64(iova ^ phys) : 63;
+	u64 chunk = 1ULL << (min(lg, 30U) + 9), done = 0, n;
+	int ret;
+
+	while (done < len) {
+		if (others + atomic_long_read(&dom->pt.nr_tables) >=
+		    v->cfg.max_table_pages)
+			return -ENOMEM;
+		n = min(len - done, chunk - ((iova + done) & (chunk - 1)));
+		ret = gpt_map(&dom->pt, iova + done, phys + done, n, prot,
+			      GFP_KERNEL_ACCOUNT, mapped);
+		if (ret)
+			return ret;
+		done += n;
+		if (done < len)
+			cond_resched();
+	}
+	return 0;
 }
 
 static u8 vhost_iommu_map(struct vhost_iommu *v,
@@ -313,10 +367,12 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 		prot |= IOMMU_WRITE;
 	/* A mapping without access only lives in the tree: it translates nothing. */
 	if (prot) {
+		long others = v->nr_table_pages -
+			      atomic_long_read(&dom->pt.nr_tables);
 		size_t mapped = 0;
 
-		ret = gpt_map(&dom->pt, start, phys, len, prot,
-			      GFP_KERNEL_ACCOUNT, &mapped);
+		ret = vhost_iommu_pt_map(v, dom, start, phys, len, prot,
+					 &mapped);
 		if (ret) {
 			struct iommu_iotlb_gather gather;
 
@@ -324,6 +380,10 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 			if (mapped)
 				gpt_unmap(&dom->pt, start, mapped, &gather);
 			iommu_put_pages_list(&gather.freelist);
+		}
+		v->nr_table_pages = others +
+				    atomic_long_read(&dom->pt.nr_tables);
+		if (ret) {
 			kfree(m);
 			switch (ret) {
 			case -ENOMEM:
@@ -711,12 +771,15 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 	    c.input_end < c.input_start || c.domain_end < c.domain_start ||
 	    c.probe_size % 4 || c.probe_size > SZ_64K)
 		return -EINVAL;
-	if (c.max_domains > max_domains || c.max_mappings > max_mappings)
+	if (c.max_domains > max_domains || c.max_mappings > max_mappings ||
+	    c.max_table_pages > max_table_pages)
 		return -EINVAL;
 	if (!c.max_domains)
 		c.max_domains = max_domains;
 	if (!c.max_mappings)
 		c.max_mappings = max_mappings;
+	if (!c.max_table_pages)
+		c.max_table_pages = max_table_pages;
 
 	mutex_lock(&v->lock);
 	if (v->running) {

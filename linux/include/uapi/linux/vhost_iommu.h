@@ -43,6 +43,12 @@
  * @max_mappings: mappings over all domains (0: the module default, at most
  *                the max_mappings module parameter); MAP answers NOMEM past
  *                it
+ * @max_table_pages: page-table pages over all domains (0: the module
+ *                   default, at most the max_table_pages module parameter);
+ *                   ATTACH and MAP answer NOMEM once the tables reach it.
+ *                   The tables are what a MAP costs the host (a huge range
+ *                   whose alignment allows only small pages needs many), so
+ *                   this, not @max_mappings, bounds the memory a guest pins
  * @reserved: zero; room for page-table sharing (formats the device walks)
  *
  * The VMM mirrors @page_size_mask to @probe_size and @bypass into the
@@ -61,7 +67,8 @@ struct vhost_iommu_config {
 	__u32 max_domains;
 	__u32 flags;
 	__u64 max_mappings;
-	__u64 reserved[4];
+	__u64 max_table_pages;
+	__u64 reserved[3];
 };
 
 /* Subtypes of a reserved region, as in the PROBE RESV_MEM property */

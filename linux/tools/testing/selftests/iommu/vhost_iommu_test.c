@@ -9,9 +9,11 @@
  * an eventfd, waits on the call eventfd and checks every answer against
  * virtio 1.3.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -604,6 +607,64 @@ TEST_F(viommu, map_limit_nomem)
 	EXPECT_EQ(OK, map(self, 1, 1ULL << 31, (1ULL << 31) + PG - 1, 0, RW));
 }
 
+/* Restart the device with @c (limits may only change while it is stopped) */
+static void reconfigure(struct __test_metadata *_metadata,
+			struct _test_data_viommu *self,
+			struct vhost_iommu_config *c)
+{
+	uint32_t zero = 0, one = 1;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+}
+
+/*
+ * The page tables are what a MAP costs the host: one MAP of a range whose
+ * IOVA and physical address differ in their low bits needs a table page for
+ * every 2 MiB, however few mappings there are.
+ */
+TEST_F(viommu, map_table_budget_nomem)
+{
+	struct vhost_iommu_config c = self->cfg;
+	uint64_t at = 0x40000000, mb = 1 << 20;
+	int i, st, ok = 0, nomem = 0;
+
+	c.max_table_pages = 16;
+	reconfigure(_metadata, self, &c);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &c));
+	EXPECT_EQ(16, c.max_table_pages);
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* 64 MiB of 4 KiB pages: past the budget midway, and undone */
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOMEM, map(self, 1, at, at + 64 * mb - 1,
+					    0x1000, RW));
+	EXPECT_FALSE(mapped(self, 1, at));
+	EXPECT_FALSE(mapped(self, 1, at + 63 * mb));
+	/* The same range in 2 MiB pages needs no leaf table: it fits */
+	EXPECT_EQ(OK, map(self, 1, at, at + 64 * mb - 1, 0x80000000, RW));
+	EXPECT_TRUE(mapped(self, 1, at + 63 * mb));
+	/* 4 KiB each a GiB apart: two tables each, until the budget is out */
+	for (i = 2; i < 40; i++) {
+		st = map(self, 1, (uint64_t)i << 30, ((uint64_t)i << 30) + PG - 1,
+			 0, RW);
+		if (st == OK)
+			ok++;
+		else if (st == VIRTIO_IOMMU_S_NOMEM)
+			nomem++;
+		else
+			EXPECT_EQ(OK, st);
+	}
+	EXPECT_LT(0, ok);
+	EXPECT_LT(0, nomem);
+	/* A new domain needs a table too */
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOMEM, attach(self, 2, 2, 0));
+	/* The domain's end gives it all back */
+	EXPECT_EQ(OK, detach(self, 1, 1));
+	EXPECT_EQ(OK, attach(self, 2, 2, 0));
+	EXPECT_EQ(OK, map(self, 2, 5ULL << 30, (5ULL << 30) + PG - 1, 0, RW));
+	EXPECT_TRUE(mapped(self, 2, 5ULL << 30));
+}
+
 /*
  * UNMAP, the spec's examples with 4 KiB pages standing for its units:
  * (a) map(0,9) unmap(0,9): removed
@@ -1117,6 +1178,10 @@ TEST(ioctl_order)
 	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	default_cfg(&c);
+	c.max_table_pages = ~0ULL;
+	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(EINVAL, errno);
+	default_cfg(&c);
 	ASSERT_EQ(0, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	/* A region that no longer fits a smaller probe buffer */
 	ASSERT_EQ(0, add_ep(fd, 1, &msi_region, 1));
@@ -1543,11 +1608,24 @@ static void r_reserved(uint8_t *p, size_t n)
 	p[rnd_below(n)] = 1 + rnd_below(255);
 }
 
+/*
+ * Batches now and then lean on one request type, so that the device fills
+ * up to its limits (a burst of ATTACH to new domains, or of MAP).
+ */
+static unsigned int r_burst;
+#define BURST_ATTACH	1
+#define BURST_MAP	2
+
 /* A random request for the model's current state; fills r->want. */
 static void r_make(struct model *m, struct rreq *r)
 {
 	unsigned int t = rnd_below(1000);
 	uint32_t ep, errs = 0;
+
+	if (r_burst == BURST_ATTACH && pm(800))
+		t = 0;
+	else if (r_burst == BURST_MAP && pm(800))
+		t = 400;
 
 	memset(r, 0, sizeof(*r));
 	if (pm(10)) {
@@ -1559,7 +1637,8 @@ static void r_make(struct model *m, struct rreq *r)
 		struct virtio_iommu_req_attach *a = &r->attach;
 
 		a->head.type = VIRTIO_IOMMU_T_ATTACH;
-		a->domain = r_domain(m);
+		a->domain = r_burst == BURST_ATTACH ?
+			    1 + rnd_below(MAX_DOMAINS + 4) : r_domain(m);
 		a->endpoint = r_endpoint();
 		if (pm(100))
 			a->flags = VIRTIO_IOMMU_ATTACH_F_BYPASS;
@@ -1917,6 +1996,7 @@ static void random_run(struct __test_metadata *_metadata,
 	m_init(&m);
 	while (done < total) {
 		vmm_acts(_metadata, self, &m);
+		r_burst = pm(900) ? 0 : 1 + rnd_below(2);
 		n = 1 + rnd_below(QSZ / 2);
 		if (n > total - done)
 			n = total - done;
@@ -1996,6 +2076,596 @@ TEST_F_TIMEOUT(viommu, random_against_model, 3600)
 		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_NOMEM]);
 		EXPECT_LT(0, seen[9]);
 	}
+}
+
+/*
+ * A guest rewriting its requests while the device reads them: a second
+ * thread flips bytes of the requests, and the lengths and some flags of
+ * their descriptors, as fast as it can while batches of random requests go
+ * through.  The device copies a request once before looking at it, so every
+ * answer must still be a well-formed one (a status it defines, or used
+ * length 0), every batch must come back, and afterwards the device must
+ * answer exactly as the model says.
+ */
+struct flipper {
+	void *mem;
+	struct vq *vq;
+	volatile int stop;
+	unsigned long flips;
+};
+
+static void *flip_loop(void *arg)
+{
+	struct flipper *f = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	while (!f->stop) {
+		unsigned int i;
+
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		i = (x >> 40) % (QSZ / 2);
+		if ((x & 0xf) == 0) {
+			/*
+			 * A descriptor's length; or a request's NEXT or WRITE
+			 * flag, cutting the chain short.  An answer's chain
+			 * stays one descriptor, so its tail is where the used
+			 * length says.
+			 */
+			unsigned int k = (x >> 20) % QSZ;
+			struct vring_desc *d = &f->vq->desc[k];
+
+			if ((k & 1) || (x & 0x10))
+				d->len ^= 1u << ((x >> 8) % 12);
+			else
+				d->flags ^= (x & 0x20) ? VRING_DESC_F_NEXT :
+							 VRING_DESC_F_WRITE;
+		} else {
+			/* A byte of a request, mostly in its first 40 */
+			breq(f->mem, i)[(x >> 16) % ((x & 0x100) ? 72 : 40)] ^=
+				(uint8_t)(x >> 32) | 1;
+		}
+		f->flips++;
+		/* A pause now and then, so that some requests get through */
+		if (!(x & 0x3000))
+			for (i = (x >> 48) & 0x3fff; i && !f->stop; i--)
+				__asm__ volatile("" ::: "memory");
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(viommu, guest_rewrites_requests, 600)
+{
+	unsigned long total = count_from_env("VHOST_IOMMU_REWRITE", 100000);
+	unsigned long done = 0, used0 = 0, seen[VIRTIO_IOMMU_S_NOMEM + 1] = { 0 };
+	unsigned long after[10] = { 0 };
+	struct flipper f = { .mem = self->mem, .vq = &self->rq };
+	struct vhost_iommu_config c = self->cfg;
+	struct virtio_iommu_req_probe probe_req = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 1,
+	};
+	uint8_t props[PROBE_SIZE];
+	struct rreq r[QSZ / 2];
+	struct vq *vq = &self->rq;
+	struct model m;
+	struct answer a;
+	pthread_t thread;
+	unsigned int i, n;
+
+	/* Flipped MAPs may span terabytes: keep the tables they cost small */
+	c.max_table_pages = 256;
+	reconfigure(_metadata, self, &c);
+	rnd_state = seed_from_env() | 1;
+	m_init(&m);
+	ASSERT_EQ(0, pthread_create(&thread, NULL, flip_loop, &f));
+	while (done < total) {
+		n = 1 + rnd_below(QSZ / 2);
+		/* The model goes wrong at once; only the requests matter */
+		for (i = 0; i < n; i++)
+			r_make(&m, &r[i]);
+		ASSERT_EQ(0, batch_push(self->mem, vq, r, n));
+		if (vq_wait_used(vq, n)) {
+			f.stop = 1;
+			pthread_join(thread, NULL);
+			TH_LOG("a batch of %u never came back after %lu requests",
+			       n, done);
+			ASSERT_TRUE(0);
+		}
+		for (i = 0; i < n; i++) {
+			struct vring_used_elem e =
+				vq->used->ring[vq->used_idx++ % vq->num];
+			const uint8_t *resp;
+
+			/* Heads come from the avail ring, which stays intact */
+			ASSERT_EQ(2 * i, e.id);
+			if (!e.len) {
+				used0++;
+				continue;
+			}
+			/* The answer of a request of one of the known sizes */
+			if (e.len != 4 && e.len != PROBE_SIZE + 4) {
+				TH_LOG("used length %u", e.len);
+				ASSERT_TRUE(0);
+			}
+			resp = bresp(self->mem, i) + e.len - 4;
+			ASSERT_GE(VIRTIO_IOMMU_S_NOMEM, resp[0]);
+			ASSERT_EQ(0, resp[1] | resp[2] | resp[3]);
+			seen[resp[0]]++;
+		}
+		done += n;
+	}
+	f.stop = 1;
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	TH_LOG("rewrite: %lu requests, %lu flips: OK %lu INVAL %lu RANGE %lu NOENT %lu NOMEM %lu used-length-0 %lu",
+	       done, f.flips, seen[0], seen[VIRTIO_IOMMU_S_INVAL],
+	       seen[VIRTIO_IOMMU_S_RANGE], seen[VIRTIO_IOMMU_S_NOENT],
+	       seen[VIRTIO_IOMMU_S_NOMEM], used0);
+	/* The flips reached the device: not everything got through intact */
+	EXPECT_LT(0, f.flips);
+	EXPECT_LT(0, used0);
+
+	/* Healthy: the queue answers as before, whatever state it is in... */
+	memset(vq->desc, 0, QSZ * sizeof(*vq->desc));
+	a = do_req(self->mem, vq, &probe_req, sizeof(probe_req),
+		   PROBE_SIZE + 4, PROBE_SIZE);
+	ASSERT_TRUE(a.done);
+	ASSERT_EQ(PROBE_SIZE + 4, a.len);
+	ASSERT_EQ(OK, a.status);
+	want_props(1, props);
+	ASSERT_EQ(0, memcmp(props, gpa_ptr(self->mem, GPA_BASE + OFF_RESP),
+			    PROBE_SIZE));
+	/* ...and after a reset exactly as the model says */
+	reconfigure(_metadata, self, &self->cfg);
+	random_run(_metadata, self, 20000, seed_from_env(), after);
+	EXPECT_LT(0, after[VIRTIO_IOMMU_S_OK]);
+}
+
+/*
+ * Fault injection: every allocation on the ioctl and the request paths
+ * fails once in turn, through fail-nth (Documentation/fault-injection/),
+ * as iommufd_fail_nth does.  The ioctls run in this thread; requests run in
+ * the device's vhost worker, a thread of this process, whose own fail-nth
+ * file arms it.  Every failure must come back as ENOMEM or NOMEM and change
+ * nothing, with no WARN or leak (the debug kernel's KASAN and kmemleak
+ * watch), and the queue must keep answering.
+ *
+ * Needs CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
+ * CONFIG_FAULT_INJECTION_DEBUG_FS; skipped without them unless
+ * VHOST_IOMMU_NEED_FAIL_NTH=1 (the debug scenario) says they must be there.
+ */
+#define FAIL_NTH_MAX	400
+
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* Let every allocation fail, quietly: 0, or -1 without fault injection. */
+static int fail_nth_setup(struct __test_metadata *_metadata)
+{
+	static const char *const quiet[] = {
+		"/sys/kernel/debug/failslab/verbose",
+		"/sys/kernel/debug/fail_page_alloc/verbose",
+	};
+	const char *need = getenv("VHOST_IOMMU_NEED_FAIL_NTH");
+	unsigned int i;
+
+	if (access("/proc/self/fail-nth", F_OK) ||
+	    write_file("/sys/kernel/debug/failslab/ignore-gfp-wait", "N") ||
+	    write_file("/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N") ||
+	    write_file("/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N") ||
+	    /* page tables are single pages: order 0 as well */
+	    write_file("/sys/kernel/debug/fail_page_alloc/min-order", "0")) {
+		if (need && *need == '1') {
+			TH_LOG("no fail-nth or no failslab/fail_page_alloc in debugfs");
+			return -2;
+		}
+		return -1;
+	}
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		write_file(quiet[i], "0");
+	return 0;
+}
+
+static int open_fail_nth(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/fail-nth", tid);
+	return open(path, O_RDWR);
+}
+
+/* Arm @fd to fail the @n-th fault site from now on; 0 disarms. */
+static void fail_nth_set(struct __test_metadata *_metadata, int fd,
+			 unsigned int n)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", n);
+	ASSERT_EQ((ssize_t)strlen(buf), pwrite(fd, buf, strlen(buf), 0));
+}
+
+/* Whether the armed failure happened (the count reached 0); disarms. */
+static int fail_nth_hit(struct __test_metadata *_metadata, int fd)
+{
+	char buf[16] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	ASSERT_LT(0, n);
+	fail_nth_set(_metadata, fd, 0);
+	return atoi(buf) == 0;
+}
+
+/* The thread id of the vhost worker of the device this process owns */
+static pid_t vhost_worker_tid(void)
+{
+	char path[300], comm[32], want[32];
+	struct dirent *de;
+	pid_t tid = -1;
+	DIR *d;
+	int fd;
+
+	snprintf(want, sizeof(want), "vhost-%d\n", getpid());
+	d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[n > 0 ? n : 0] = 0;
+		if (!strcmp(comm, want))
+			tid = atoi(de->d_name);
+	}
+	closedir(d);
+	return tid;
+}
+
+#define NEED_FAIL_NTH()							\
+	do {								\
+		int _r = fail_nth_setup(_metadata);			\
+		ASSERT_NE(-2, _r);					\
+		if (_r)							\
+			SKIP(return, "no fault injection in this kernel"); \
+	} while (0)
+
+/*
+ * The ioctl path: a VMM's whole setup, then some use and teardown, with
+ * the n-th allocation of this thread failing, for n = 1, 2, ... until the
+ * sequence runs through without reaching the n-th.
+ */
+static int setup_sequence(struct __test_metadata *_metadata, void *mem,
+			  int *fdp, struct vq *rq, struct vq *eq,
+			  const char **step)
+{
+	struct vhost_memory_region *r;
+	struct vhost_iommu_translate t = { .endpoint = 2, .iova = 0 };
+	struct vhost_iommu_config c;
+	struct vhost_memory *m;
+	uint32_t id = 3, one = 1, zero = 0;
+	uint64_t features;
+	int fd, ret;
+
+#define STEP(name, call)						\
+	do {								\
+		*step = name;						\
+		if ((call) < 0)						\
+			return -errno;					\
+	} while (0)
+
+	STEP("open", *fdp = fd = open("/dev/vhost-iommu", O_RDWR));
+	STEP("VHOST_SET_OWNER", ioctl(fd, VHOST_SET_OWNER));
+	STEP("VHOST_GET_FEATURES", ioctl(fd, VHOST_GET_FEATURES, &features));
+	STEP("VHOST_SET_FEATURES", ioctl(fd, VHOST_SET_FEATURES, &features));
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	STEP("calloc", m ? 0 : (errno = ENOMEM, -1));
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)mem;
+	ret = ioctl(fd, VHOST_SET_MEM_TABLE, m);
+	free(m);
+	STEP("VHOST_SET_MEM_TABLE", ret);
+	STEP("request queue", vq_setup(fd, mem, 0, rq, QSZ));
+	STEP("event queue", vq_setup(fd, mem, 1, eq, QSZ));
+	default_cfg(&c);
+	STEP("VHOST_IOMMU_SET_CONFIG", ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
+	STEP("VHOST_IOMMU_ADD_ENDPOINT 1", add_ep(fd, 1, &msi_region, 1));
+	STEP("VHOST_IOMMU_ADD_ENDPOINT 2", add_ep(fd, 2, NULL, 0));
+	STEP("VHOST_IOMMU_ADD_ENDPOINT 3", add_ep(fd, 3, NULL, 0));
+	STEP("VHOST_IOMMU_SET_RUNNING 1",
+	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	*step = "VHOST_IOMMU_TRANSLATE";
+	ret = ioctl(fd, VHOST_IOMMU_TRANSLATE, &t);
+	if (ret != -1 || errno != ENOENT)
+		return -EPROTO;		/* not attached: must say ENOENT */
+	STEP("VHOST_IOMMU_DEL_ENDPOINT",
+	     ioctl(fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
+	STEP("VHOST_IOMMU_SET_RUNNING 0",
+	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	STEP("VHOST_IOMMU_SET_RUNNING 1 again",
+	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+#undef STEP
+	return 0;
+}
+
+static void close_all(int *fd, struct vq *rq, struct vq *eq)
+{
+	struct vq *q[] = { rq, eq };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (q[i]->kick > 0)
+			close(q[i]->kick);
+		if (q[i]->call > 0)
+			close(q[i]->call);
+		memset(q[i], 0, sizeof(*q[i]));
+	}
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* For tests that make their own devices but need a longer timeout */
+FIXTURE(own) {
+	int unused;
+};
+
+FIXTURE_SETUP(own)
+{
+}
+
+FIXTURE_TEARDOWN(own)
+{
+}
+
+TEST_F_TIMEOUT(own, fail_nth_ioctls, 600)
+{
+	unsigned int n, failed = 0;
+	struct vq rq = { 0 }, eq = { 0 };
+	const char *step = "";
+	void *mem;
+	int nth, fd = -1, ret, hit;
+
+	NEED_FAIL_NTH();
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	nth = open_fail_nth(syscall(SYS_gettid));
+	ASSERT_LE(0, nth);
+	for (n = 1; n < FAIL_NTH_MAX; n++) {
+		fail_nth_set(_metadata, nth, n);
+		ret = setup_sequence(_metadata, mem, &fd, &rq, &eq, &step);
+		hit = fail_nth_hit(_metadata, nth);
+		close_all(&fd, &rq, &eq);
+		if (ret) {
+			/* Only a failed allocation may make a step fail */
+			if (ret != -ENOMEM || !hit)
+				TH_LOG("fail-nth %u: %s: %s", n, step,
+				       strerror(-ret));
+			ASSERT_EQ(-ENOMEM, ret);
+			ASSERT_TRUE(hit);
+			failed++;
+		} else if (!hit) {
+			break;		/* ran through: every site was tried */
+		}
+	}
+	TH_LOG("fail-nth ioctls: %u fault sites, %u made a call fail",
+	       n - 1, failed);
+	ASSERT_GT(FAIL_NTH_MAX, n);
+	EXPECT_LT(0, failed);
+	/* After all that, a device sets up and serves */
+	ASSERT_EQ(0, setup_sequence(_metadata, mem, &fd, &rq, &eq, &step));
+	close_all(&fd, &rq, &eq);
+	munmap(mem, MEM_SIZE);
+}
+
+/* One request with its own expectation, for the request-path sweep */
+struct fstep {
+	const char *name;
+	uint8_t type;
+	uint32_t a, b, flags;		/* domain/endpoint, or domain/flags */
+	uint64_t start, end, phys;
+	int allocates;			/* an allocation can fail it */
+};
+
+static void fstep_req(const struct fstep *s, struct rreq *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->head.type = s->type;
+	r->in_len = 4;
+	switch (s->type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		r->attach.domain = s->a;
+		r->attach.endpoint = s->b;
+		r->attach.flags = s->flags;
+		r->out_len = sizeof(r->attach) - 4;
+		break;
+	case VIRTIO_IOMMU_T_DETACH:
+		r->detach.domain = s->a;
+		r->detach.endpoint = s->b;
+		r->out_len = sizeof(r->detach) - 4;
+		break;
+	case VIRTIO_IOMMU_T_MAP:
+		r->map.domain = s->a;
+		r->map.virt_start = s->start;
+		r->map.virt_end = s->end;
+		r->map.phys_start = s->phys;
+		r->map.flags = s->flags;
+		r->out_len = sizeof(r->map) - 4;
+		break;
+	case VIRTIO_IOMMU_T_UNMAP:
+		r->unmap.domain = s->a;
+		r->unmap.virt_start = s->start;
+		r->unmap.virt_end = s->end;
+		r->out_len = sizeof(r->unmap) - 4;
+		break;
+	default:
+		r->probe.endpoint = s->b;
+		r->out_len = sizeof(r->probe);
+		r->tail_off = PROBE_SIZE;
+		r->in_len = PROBE_SIZE + 4;
+		break;
+	}
+}
+
+/* The model's answer for @r, applied to @m */
+static uint32_t fstep_want(struct model *m, struct rreq *r)
+{
+	switch (r->head.type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		return m_attach(m, &r->attach, 0);
+	case VIRTIO_IOMMU_T_DETACH:
+		return m_detach_req(m, &r->detach, 0);
+	case VIRTIO_IOMMU_T_MAP:
+		return m_map_req(m, &r->map, 0);
+	case VIRTIO_IOMMU_T_UNMAP:
+		return m_unmap_req(m, &r->unmap, 0);
+	default:
+		return m_probe_req(m, &r->probe, 0);
+	}
+}
+
+static const struct fstep fsteps[] = {
+	{ "ATTACH a new domain", VIRTIO_IOMMU_T_ATTACH, 1, 1, 0, .allocates = 1 },
+	{ "ATTACH a second endpoint", VIRTIO_IOMMU_T_ATTACH, 1, 2, 0 },
+	{ "MAP 4 KiB", VIRTIO_IOMMU_T_MAP, 1, 0, RW, 0x1000, 0x1fff,
+	  0x200000, 1 },
+	{ "MAP 2 MiB + 8 KiB across tables", VIRTIO_IOMMU_T_MAP, 1, 0, RW,
+	  0x40000000 - 0x2000, 0x40200000 - 1, 0x400000, 1 },
+	{ "MAP far up: the table grows", VIRTIO_IOMMU_T_MAP, 1, 0,
+	  VIRTIO_IOMMU_MAP_F_READ, 1ULL << 46, (1ULL << 46) + 0xffff,
+	  0x10000, 1 },
+	{ "MAP without access", VIRTIO_IOMMU_T_MAP, 1, 0, 0, 0x8000, 0x8fff,
+	  0, 1 },
+	{ "PROBE", VIRTIO_IOMMU_T_PROBE, 0, 1, .allocates = 1 },
+	{ "UNMAP one", VIRTIO_IOMMU_T_UNMAP, 1, 0, 0, 0x1000, 0x1fff },
+	{ "ATTACH a bypass domain", VIRTIO_IOMMU_T_ATTACH, 2, 3,
+	  VIRTIO_IOMMU_ATTACH_F_BYPASS, .allocates = 1 },
+	{ "re-ATTACH to a new domain", VIRTIO_IOMMU_T_ATTACH, 3, 2, 0,
+	  .allocates = 1 },
+	{ "UNMAP everything", VIRTIO_IOMMU_T_UNMAP, 1, 0, 0, 0, ~0ULL },
+	{ "DETACH the last endpoint", VIRTIO_IOMMU_T_DETACH, 1, 1 },
+};
+
+/* Send @r alone; its answer must be allowed by @want. */
+static void fstep_send(struct __test_metadata *_metadata,
+		       struct _test_data_viommu *self, struct rreq *r,
+		       uint32_t want, int *status, const char *what)
+{
+	struct vq *vq = &self->rq;
+	struct vring_used_elem e;
+	const char *why;
+
+	r->want = want;
+	ASSERT_EQ(0, batch_push(self->mem, vq, r, 1));
+	if (vq_wait_used(vq, 1)) {
+		TH_LOG("%s: no answer: the queue is stuck", what);
+		ASSERT_TRUE(0);
+	}
+	e = vq->used->ring[vq->used_idx++ % vq->num];
+	ASSERT_EQ(0, e.id);
+	why = check_answer(self->mem, r, 0, &e, status);
+	if (*why) {
+		TH_LOG("%s: %s (status %d)", what, why, *status);
+		ASSERT_TRUE(0);
+	}
+}
+
+TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
+{
+	unsigned int s, k, n, nomem, sites, total_nomem = 0;
+	uint32_t zero = 0, one = 1, bad_ep;
+	uint64_t bad_iova;
+	struct model m;
+	struct rreq r;
+	int nth, status;
+	pid_t worker;
+
+	NEED_FAIL_NTH();
+	worker = vhost_worker_tid();
+	ASSERT_LT(0, worker);
+	nth = open_fail_nth(worker);
+	ASSERT_LE(0, nth);
+	for (s = 0; s < sizeof(fsteps) / sizeof(fsteps[0]); s++) {
+		nomem = 0;
+		for (n = 1; n < FAIL_NTH_MAX; n++) {
+			struct model before;
+			uint32_t want;
+			int hit;
+
+			/* From a reset device, the steps before this one */
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &one));
+			m_init(&m);
+			for (k = 0; k < s; k++) {
+				fstep_req(&fsteps[k], &r);
+				fstep_send(_metadata, self, &r,
+					   fstep_want(&m, &r), &status,
+					   fsteps[k].name);
+				ASSERT_EQ(OK, status);
+			}
+			/* This one with the n-th allocation failing */
+			fstep_req(&fsteps[s], &r);
+			before = m;
+			want = fstep_want(&m, &r);
+			ASSERT_EQ(S(OK), want);
+			fail_nth_set(_metadata, nth, n);
+			fstep_send(_metadata, self, &r, want | S(NOMEM),
+				   &status, fsteps[s].name);
+			hit = fail_nth_hit(_metadata, nth);
+			if (status == VIRTIO_IOMMU_S_NOMEM) {
+				/* Only a failed allocation gives NOMEM */
+				ASSERT_TRUE(hit);
+				m = before;
+				nomem++;
+			}
+			/* Whatever the answer, the state is what it says */
+			if (!model_agrees(self, &m, &bad_ep, &bad_iova)) {
+				TH_LOG("%s, fail-nth %u: TRANSLATE of endpoint %u at 0x%llx disagrees with the model",
+				       fsteps[s].name, n, bad_ep,
+				       (unsigned long long)bad_iova);
+				ASSERT_TRUE(0);
+			}
+			/* And the queue still serves: PROBE, then the step */
+			fstep_req(&fsteps[6], &r);
+			fstep_send(_metadata, self, &r, S(OK), &status,
+				   "PROBE after");
+			fstep_req(&fsteps[s], &r);
+			fstep_send(_metadata, self, &r, fstep_want(&m, &r),
+				   &status, "the step again");
+			if (!hit)
+				break;	/* the request ran out of sites */
+		}
+		sites = n - 1;
+		TH_LOG("fail-nth %-32s %3u fault sites, %3u answered NOMEM",
+		       fsteps[s].name, sites, nomem);
+		ASSERT_GT(FAIL_NTH_MAX, n);
+		if (fsteps[s].allocates)
+			EXPECT_LT(0, nomem);
+		total_nomem += nomem;
+	}
+	EXPECT_LT(0, total_nomem);
+	close(nth);
 }
 
 TEST_HARNESS_MAIN
