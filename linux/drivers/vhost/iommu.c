@@ -51,6 +51,9 @@ MODULE_PARM_DESC(max_table_pages,
 /* Requests per kick before the worker yields */
 #define VHOST_IOMMU_WEIGHT	256
 
+/* Faults kept while the guest has no event buffer; later ones are dropped */
+#define VHOST_IOMMU_MAX_FAULTS	64
+
 /* No dirty logging (VHOST_F_LOG_ALL): the device writes little, see docs. */
 #define VHOST_IOMMU_FEATURES	((VHOST_FEATURES & ~(1ULL << VHOST_F_LOG_ALL)) | \
 				 (1ULL << VIRTIO_F_VERSION_1) |			\
@@ -100,6 +103,16 @@ struct vhost_iommu {
 	unsigned int nr_domains;
 	unsigned long nr_mappings;
 	long nr_table_pages;			/* over all domains' tables */
+
+	/*
+	 * Faults waiting for an event buffer, oldest at @fault_head; under
+	 * @fault_lock, which may be taken anywhere (a spinlock, innermost).
+	 */
+	spinlock_t fault_lock;
+	struct virtio_iommu_fault faults[VHOST_IOMMU_MAX_FAULTS];
+	unsigned int fault_head;
+	unsigned int nr_faults;
+	unsigned long faults_dropped;
 };
 
 static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
@@ -649,9 +662,122 @@ out:
 	mutex_unlock(&vq->mutex);
 }
 
-/* Event queue buffers wait for faults, which vhost endpoints will report. */
+/*
+ * Queue a fault record for the guest and have the worker deliver it.  May be
+ * called from any context that can take a spinlock.
+ */
+static void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason,
+				     u32 flags, u32 endpoint, u64 address)
+{
+	struct virtio_iommu_fault *f;
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&v->fault_lock, irqflags);
+	if (v->nr_faults == VHOST_IOMMU_MAX_FAULTS) {
+		v->faults_dropped++;
+	} else {
+		f = &v->faults[(v->fault_head + v->nr_faults++) %
+			       VHOST_IOMMU_MAX_FAULTS];
+		memset(f, 0, sizeof(*f));
+		f->reason = reason;
+		f->flags = cpu_to_le32(flags);
+		f->endpoint = cpu_to_le32(endpoint);
+		f->address = cpu_to_le64(address);
+	}
+	spin_unlock_irqrestore(&v->fault_lock, irqflags);
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_EVENT].poll);
+}
+
+static bool vhost_iommu_peek_fault(struct vhost_iommu *v,
+				   struct virtio_iommu_fault *f)
+{
+	bool have;
+
+	spin_lock_irq(&v->fault_lock);
+	have = v->nr_faults;
+	if (have)
+		*f = v->faults[v->fault_head];
+	spin_unlock_irq(&v->fault_lock);
+	return have;
+}
+
+static void vhost_iommu_pop_fault(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = (v->fault_head + 1) % VHOST_IOMMU_MAX_FAULTS;
+	v->nr_faults--;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+static void vhost_iommu_clear_faults(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = 0;
+	v->nr_faults = 0;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+/*
+ * Deliver pending faults into the event queue's buffers, in order, one
+ * record a buffer.  A buffer too small for a record goes back with used
+ * length 0 and the record waits for the next one.  Run on a kick (the guest
+ * added buffers) and after each report.
+ */
 static void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 {
+	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
+						  poll.work);
+	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	struct virtio_iommu_fault f;
+	unsigned int out, in;
+	struct iov_iter to;
+	bool added = false;
+	int head, n = 0;
+	u32 len;
+
+	mutex_lock(&vq->mutex);
+	if (!vhost_vq_get_backend(vq))
+		goto out;
+	/*
+	 * Kicks only matter while faults wait for buffers: notifications are
+	 * on only then.  A new fault queues this work itself.
+	 */
+	vhost_disable_notify(&v->dev, vq);
+	while (vhost_iommu_peek_fault(v, &f)) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq))
+				break;
+			added = true;
+			continue;
+		}
+		if (head == vq->num) {
+			/* No buffer: wait for the guest's next kick */
+			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
+				vhost_disable_notify(&v->dev, vq);
+				continue;
+			}
+			break;
+		}
+		len = 0;
+		if (!out && iov_length(vq->iov, in) >= sizeof(f)) {
+			iov_iter_init(&to, ITER_DEST, vq->iov, in, sizeof(f));
+			if (copy_to_iter(&f, sizeof(f), &to) == sizeof(f)) {
+				len = sizeof(f);
+				vhost_iommu_pop_fault(v);
+			}
+		}
+		if (vhost_add_used(vq, head, len))
+			break;
+		added = true;
+		if (vhost_exceeds_weight(vq, ++n, 0))
+			break;
+	}
+	if (added)
+		vhost_signal(&v->dev, vq);
+out:
+	mutex_unlock(&vq->mutex);
 }
 
 static int vhost_iommu_open(struct inode *inode, struct file *f)
@@ -663,6 +789,7 @@ static int vhost_iommu_open(struct inode *inode, struct file *f)
 	if (!v)
 		return -ENOMEM;
 	mutex_init(&v->lock);
+	spin_lock_init(&v->fault_lock);
 	xa_init(&v->endpoints);
 	xa_init(&v->domains);
 	v->vqs[VHOST_IOMMU_VQ_REQUEST].handle_kick = vhost_iommu_handle_req_kick;
@@ -695,6 +822,7 @@ static void vhost_iommu_stop(struct vhost_iommu *v)
 	v->running = false;
 	vhost_iommu_reset(v);
 	mutex_unlock(&v->lock);
+	vhost_iommu_clear_faults(v);
 }
 
 static int vhost_iommu_release(struct inode *inode, struct file *f)
@@ -743,6 +871,7 @@ static int vhost_iommu_start(struct vhost_iommu *v)
 	mutex_unlock(&v->lock);
 	/* Serve whatever the guest queued before the start. */
 	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_REQUEST].poll);
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_EVENT].poll);
 	return 0;
 }
 
@@ -875,61 +1004,91 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	return 0;
 }
 
-static long vhost_iommu_translate(struct vhost_iommu *v,
-				  struct vhost_iommu_translate __user *argp)
+/*
+ * Translate @t->iova as @t->endpoint's DMA: fill @t->gpa, size and perm.
+ * @access (VHOST_IOMMU_PERM_READ and _WRITE, or 0 to only look) must be
+ * allowed.  Returns 0, -ENODEV for an unknown endpoint, or -ENOENT /
+ * -EACCES with the virtio fault reason in @reason.  Caller holds v->lock.
+ */
+static int vhost_iommu_xlate(struct vhost_iommu *v,
+			     struct vhost_iommu_translate *t, u32 access,
+			     u8 *reason)
 {
-	struct vhost_iommu_translate t;
 	struct interval_tree_node *node;
 	struct vhost_iommu_mapping *m;
 	struct vhost_iommu_ep *ep;
 	phys_addr_t pa;
-	long ret = 0;
+
+	lockdep_assert_held(&v->lock);
+	t->gpa = 0;
+	t->size = 0;
+	t->perm = 0;
+	ep = xa_load(&v->endpoints, t->endpoint);
+	if (!ep)
+		return -ENODEV;
+	*reason = VIRTIO_IOMMU_FAULT_R_DOMAIN;
+	if ((!ep->domain && v->cfg.bypass) ||
+	    (ep->domain && ep->domain->bypass)) {
+		t->gpa = t->iova;
+		t->perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+			  VHOST_IOMMU_PERM_BYPASS;
+		return 0;
+	}
+	if (!ep->domain)
+		return -ENOENT;
+
+	*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+	node = interval_tree_iter_first(&ep->domain->mappings, t->iova,
+					t->iova);
+	m = node ? container_of(node, struct vhost_iommu_mapping, it) : NULL;
+	if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
+				VIRTIO_IOMMU_MAP_F_WRITE)))
+		return -ENOENT;
+	/* The table and the tree disagreeing would be our bug */
+	if (WARN_ON_ONCE(gpt_lookup(&ep->domain->pt, t->iova, &pa, NULL,
+				    NULL)))
+		return -ENOENT;
+	if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
+		t->perm |= VHOST_IOMMU_PERM_READ;
+	if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
+		t->perm |= VHOST_IOMMU_PERM_WRITE;
+	if (access & ~t->perm) {
+		t->perm = 0;
+		return -EACCES;
+	}
+	t->gpa = pa;
+	t->size = m->it.last - t->iova + 1;
+	return 0;
+}
+
+static long vhost_iommu_translate(struct vhost_iommu *v,
+				  struct vhost_iommu_translate __user *argp)
+{
+	struct vhost_iommu_translate t;
+	u32 access = 0, fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+	u8 reason;
+	long ret;
 
 	if (copy_from_user(&t, argp, sizeof(t)))
 		return -EFAULT;
-	if (t.flags || t.reserved)
+	if ((t.flags & ~(VHOST_IOMMU_TRANSLATE_F_READ |
+			 VHOST_IOMMU_TRANSLATE_F_WRITE |
+			 VHOST_IOMMU_TRANSLATE_F_FAULT)) || t.reserved)
 		return -EINVAL;
-	t.gpa = 0;
-	t.size = 0;
-	t.perm = 0;
-	mutex_lock(&v->lock);
-	ep = xa_load(&v->endpoints, t.endpoint);
-	if (!ep) {
-		ret = -ENODEV;
-	} else if (!ep->domain) {
-		if (v->cfg.bypass) {
-			t.gpa = t.iova;
-			t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
-				 VHOST_IOMMU_PERM_BYPASS;
-		} else {
-			ret = -ENOENT;
-		}
-	} else if (ep->domain->bypass) {
-		t.gpa = t.iova;
-		t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
-			 VHOST_IOMMU_PERM_BYPASS;
-	} else {
-		node = interval_tree_iter_first(&ep->domain->mappings, t.iova,
-						t.iova);
-		m = node ? container_of(node, struct vhost_iommu_mapping, it) :
-			   NULL;
-		if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
-					VIRTIO_IOMMU_MAP_F_WRITE))) {
-			ret = -ENOENT;
-		} else if (gpt_lookup(&ep->domain->pt, t.iova, &pa, NULL,
-				      NULL)) {
-			/* The table and the tree disagree: our bug. */
-			ret = -EIO;
-		} else {
-			t.gpa = pa;
-			t.size = m->it.last - t.iova + 1;
-			if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
-				t.perm |= VHOST_IOMMU_PERM_READ;
-			if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
-				t.perm |= VHOST_IOMMU_PERM_WRITE;
-		}
+	if (t.flags & VHOST_IOMMU_TRANSLATE_F_READ) {
+		access |= VHOST_IOMMU_PERM_READ;
+		fault |= VIRTIO_IOMMU_FAULT_F_READ;
 	}
+	if (t.flags & VHOST_IOMMU_TRANSLATE_F_WRITE) {
+		access |= VHOST_IOMMU_PERM_WRITE;
+		fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
+	}
+	mutex_lock(&v->lock);
+	ret = vhost_iommu_xlate(v, &t, access, &reason);
 	mutex_unlock(&v->lock);
+	if ((ret == -ENOENT || ret == -EACCES) &&
+	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
+		vhost_iommu_report_fault(v, reason, fault, t.endpoint, t.iova);
 	if (ret)
 		return ret;
 	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;

@@ -118,10 +118,17 @@ struct vhost_iommu_endpoint {
 #define VHOST_IOMMU_PERM_MMIO		(1 << 2)
 #define VHOST_IOMMU_PERM_BYPASS		(1 << 3)
 
+/* struct vhost_iommu_translate.flags */
+#define VHOST_IOMMU_TRANSLATE_F_READ	(1 << 0)
+#define VHOST_IOMMU_TRANSLATE_F_WRITE	(1 << 1)
+#define VHOST_IOMMU_TRANSLATE_F_FAULT	(1 << 2)
+
 /**
  * struct vhost_iommu_translate - translate an IOVA as an endpoint's DMA
  * @endpoint: in: the endpoint ID
- * @flags: in: zero (reserved)
+ * @flags: in: VHOST_IOMMU_TRANSLATE_F_READ and _WRITE, the access the
+ *         device makes (none: only look the IOVA up); _FAULT to report a
+ *         failed translation to the guest, as a fault on the event queue
  * @iova: in: the input address
  * @gpa: out: the guest-physical address @iova maps to
  * @size: out: bytes from @iova to the end of its mapping (0 in bypass:
@@ -131,7 +138,12 @@ struct vhost_iommu_endpoint {
  *
  * For a VMM's emulated devices behind the IOMMU, and for tests.  Fails with
  * ENOENT when @iova is not mapped or the endpoint is not attached (and the
- * config does not bypass), ENODEV for an unknown endpoint.
+ * config does not bypass), EACCES when the mapping does not allow the
+ * access, ENODEV for an unknown endpoint.  With _FAULT, ENOENT and EACCES
+ * also queue a fault record (struct virtio_iommu_fault: reason DOMAIN for an
+ * endpoint without a domain, MAPPING otherwise; flags READ and WRITE as
+ * asked, and ADDRESS) for the event queue; while the guest has no buffer
+ * there up to 64 records wait, in order, and later ones are dropped.
  */
 struct vhost_iommu_translate {
 	__u32 endpoint;

@@ -2668,4 +2668,155 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 	close(nth);
 }
 
+/* Faults: TRANSLATE with _FAULT puts records on the event queue */
+#define OFF_EVT		0xc0000UL	/* event buffers, 32 bytes each */
+
+/* Make @n event buffers of @len bytes available, from slot @first on. */
+static void evt_post(struct vq *eq, void *mem, unsigned int first,
+		     unsigned int n, uint32_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		unsigned int d = (first + i) % eq->num;
+
+		memset(gpa_ptr(mem, GPA_BASE + OFF_EVT + d * 32), 0xff, 32);
+		eq->desc[d] = (struct vring_desc){
+			GPA_BASE + OFF_EVT + d * 32, len, VRING_DESC_F_WRITE, 0 };
+		eq->avail->ring[(uint16_t)(eq->avail_idx + i) % eq->num] = d;
+	}
+	vq_kick_n(eq, n);
+}
+
+/* The next used event buffer: its record, or -1 if none came within ~5 s */
+static int evt_next(struct vq *eq, void *mem, struct virtio_iommu_fault *f,
+		    uint32_t *len)
+{
+	struct vring_used_elem e;
+
+	if (vq_wait_used(eq, 1))
+		return -1;
+	e = eq->used->ring[eq->used_idx++ % eq->num];
+	*len = e.len;
+	memcpy(f, gpa_ptr(mem, GPA_BASE + OFF_EVT + e.id * 32), sizeof(*f));
+	return 0;
+}
+
+/* No event buffer comes back for a while */
+static int evt_none(struct vq *eq)
+{
+	usleep(50000);
+	return __atomic_load_n(&eq->used->idx, __ATOMIC_ACQUIRE) == eq->used_idx;
+}
+
+static int xlate_f(struct _test_data_viommu *self, uint32_t ep, uint64_t iova,
+		   uint32_t flags)
+{
+	struct vhost_iommu_translate t = {
+		.endpoint = ep, .iova = iova, .flags = flags,
+	};
+
+	return ioctl(self->fd, VHOST_IOMMU_TRANSLATE, &t) ? -errno : 0;
+}
+
+#define TF_R	VHOST_IOMMU_TRANSLATE_F_READ
+#define TF_W	VHOST_IOMMU_TRANSLATE_F_WRITE
+#define TF_F	VHOST_IOMMU_TRANSLATE_F_FAULT
+#define FF_A	VIRTIO_IOMMU_FAULT_F_ADDRESS
+
+#define EXPECT_FAULT(_reason, _flags, _ep, _addr)			\
+	do {								\
+		struct virtio_iommu_fault _f;				\
+		uint32_t _len;						\
+									\
+		ASSERT_EQ(0, evt_next(&self->eq, self->mem, &_f, &_len)); \
+		EXPECT_EQ(sizeof(_f), _len);				\
+		EXPECT_EQ(_reason, _f.reason);				\
+		EXPECT_EQ(_flags, _f.flags);				\
+		EXPECT_EQ(_ep, _f.endpoint);				\
+		EXPECT_EQ(_addr, _f.address);				\
+		EXPECT_EQ(0, _f.reserved[0] | _f.reserved[1] | _f.reserved[2]); \
+		EXPECT_EQ(0, _f.reserved2[0] | _f.reserved2[1] |	\
+			     _f.reserved2[2] | _f.reserved2[3]);	\
+	} while (0)
+
+TEST_F(viommu, fault_on_event_queue)
+{
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	EXPECT_TRUE(evt_none(&self->eq));	/* buffers wait for faults */
+
+	/* No domain */
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x5000, TF_R | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 0x5000);
+	/* Not mapped, and mapped read-only */
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_EQ(OK, map(self, 1, 0, PG - 1, GPA_BASE,
+			  VIRTIO_IOMMU_MAP_F_READ));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x5000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 1, 0x5000);
+	EXPECT_EQ(-EACCES, xlate_f(self, 1, 0x10, TF_R | TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | VIRTIO_IOMMU_FAULT_F_WRITE |
+		     FF_A, 1, 0x10);
+	/* What is allowed, or not asked to be reported, makes no record */
+	EXPECT_EQ(0, xlate_f(self, 1, 0x10, TF_R | TF_F));
+	EXPECT_EQ(-EACCES, xlate_f(self, 1, 0x10, TF_W));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x10, TF_R));
+	EXPECT_EQ(-ENODEV, xlate_f(self, 99, 0x10, TF_R | TF_F));
+	EXPECT_EQ(-EINVAL, xlate_f(self, 1, 0x10, 1 << 3));
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* A bypass domain translates everything */
+	EXPECT_EQ(OK, attach(self, 2, 2, VIRTIO_IOMMU_ATTACH_F_BYPASS));
+	EXPECT_EQ(0, xlate_f(self, 2, 0x10, TF_R | TF_W | TF_F));
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+TEST_F(viommu, fault_waits_for_buffers)
+{
+	struct virtio_iommu_fault f;
+	uint32_t len, zero = 0, one = 1;
+	int i;
+
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* No buffer yet: records wait, up to 64, in order */
+	for (i = 0; i < 70; i++)
+		EXPECT_EQ(-ENOENT, xlate_f(self, 1, i * PG, TF_R | TF_F));
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* A buffer too small comes back empty, the record goes to the next */
+	evt_post(&self->eq, self->mem, 0, 1, 16);
+	ASSERT_EQ(0, evt_next(&self->eq, self->mem, &f, &len));
+	EXPECT_EQ(0, len);
+	evt_post(&self->eq, self->mem, 1, 63, 32);
+	for (i = 0; i < 63; i++)
+		EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+			     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, i * PG);
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 63 * PG);
+	/* The 6 past 64 were dropped */
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* Buffers left: a new fault goes straight out */
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x123000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 1, 0x123000);
+	/* Use up the 6 buffers left, then 3 records wait... */
+	for (i = 0; i < 9; i++)
+		EXPECT_EQ(-ENOENT, xlate_f(self, 1, (100 + i) * PG, TF_R | TF_F));
+	for (i = 0; i < 6; i++)
+		EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+			     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1,
+			     (100 + i) * PG);
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* ...and a reset drops them */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x7000, TF_R | TF_F));
+	evt_post(&self->eq, self->mem, 8, 4, 32);
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 0x7000);
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
 TEST_HARNESS_MAIN
