@@ -143,3 +143,10 @@ def _bench(driver: str, mode: str) -> Scenario:
 BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("6.12", "lazy"),
               ("ours", "lazy"), ("none", "-"))
 BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}
+
+# `make bench-vhost`: the vhost-iommu selftest's MAP/UNMAP benchmark (the
+# selftest plays the guest), TB_BENCH_SECONDS per batch size.
+BENCH_VHOST = _sc("bench-vhost",
+                  "vhost-iommu: MAP/UNMAP pairs at 1, 16, 256 requests a kick",
+                  "q35", "x86_64", ("vhost-bench",))
+BENCH_SCENARIOS[BENCH_VHOST.name] = BENCH_VHOST

@@ -2819,4 +2819,113 @@ TEST_F(viommu, fault_waits_for_buffers)
 	EXPECT_TRUE(evt_none(&self->eq));
 }
 
+/*
+ * Benchmark: MAP/UNMAP pairs at 1, 16 and 256 requests a kick, the way a
+ * guest driver batches them.  Each kick carries @batch MAPs of distinct
+ * pages, the next the @batch UNMAPs of the same pages; every answer is
+ * checked.  Prints for each batch size
+ *   # bench-vhost: batch=B requests=N kicks=K seconds=S requests_per_s=R us_per_kick=U
+ * which `make bench-vhost` collects.  VHOST_IOMMU_BENCH_SECONDS sets the
+ * time per batch size (default 0.2: the functional run only checks that it
+ * works).
+ */
+#define BENCH_MAX	256
+
+TEST_F_TIMEOUT(viommu, bench_map_unmap, 600)
+{
+	static const unsigned int batches[] = { 1, 16, BENCH_MAX };
+	const char *env = getenv("VHOST_IOMMU_BENCH_SECONDS");
+	double secs = env && *env ? atof(env) : 0.2;
+	struct vhost_iommu_config c = self->cfg;
+	struct vq *vq = &self->rq;
+	uint32_t zero = 0, one = 1;
+	unsigned int b, i;
+
+	/* A queue of 1024: 256 requests of two descriptors, MAP and UNMAP */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	close(vq->kick);
+	close(vq->call);
+	memset(gpa_ptr(self->mem, GPA_BASE + OFF_VQ(0)), 0, 0x10000);
+	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, vq, BIG_QSZ));
+	c.max_mappings = 0;			/* the module's default */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+
+	/* Requests 0..255 MAP page i, 256..511 UNMAP it; chains 2k -> 2k + 1 */
+	for (i = 0; i < 2 * BENCH_MAX; i++) {
+		unsigned int page = i % BENCH_MAX;
+		uint8_t *q = breq(self->mem, i);
+
+		memset(q, 0, BREQ_SZ);
+		if (i < BENCH_MAX) {
+			struct virtio_iommu_req_map *r = (void *)q;
+
+			r->head.type = VIRTIO_IOMMU_T_MAP;
+			r->domain = 1;
+			r->virt_start = 0x100000000ULL + page * PG;
+			r->virt_end = r->virt_start + PG - 1;
+			r->phys_start = GPA_BASE + page * PG;
+			r->flags = RW;
+		} else {
+			struct virtio_iommu_req_unmap *r = (void *)q;
+
+			r->head.type = VIRTIO_IOMMU_T_UNMAP;
+			r->domain = 1;
+			r->virt_start = 0x100000000ULL + page * PG;
+			r->virt_end = r->virt_start + PG - 1;
+		}
+		vq->desc[2 * i] = (struct vring_desc){
+			GPA_BASE + OFF_BREQ + i * BREQ_SZ,
+			i < BENCH_MAX ? sizeof(struct virtio_iommu_req_map) - 4 :
+					sizeof(struct virtio_iommu_req_unmap) - 4,
+			VRING_DESC_F_NEXT, 2 * i + 1 };
+		/* 4-byte tails, packed */
+		vq->desc[2 * i + 1] = (struct vring_desc){
+			GPA_BASE + OFF_BRESP + i * 4, 4, VRING_DESC_F_WRITE, 0 };
+	}
+
+	for (b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
+		unsigned int n = batches[b];
+		unsigned long kicks = 0, requests = 0;
+		uint8_t *st = gpa_ptr(self->mem, GPA_BASE + OFF_BRESP);
+		struct timespec t0, t1;
+		double elapsed;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			unsigned int k, first;
+
+			for (k = 0; k < 2; k++) {	/* MAPs, then UNMAPs */
+				first = k * BENCH_MAX;
+				memset(st + first * 4, 0xff, n * 4);
+				for (i = 0; i < n; i++)
+					vq->avail->ring[(uint16_t)(vq->avail_idx + i) %
+							vq->num] = 2 * (first + i);
+				ASSERT_EQ(0, vq_kick_n(vq, n));
+				ASSERT_EQ(0, vq_wait_used(vq, n));
+				vq->used_idx += n;
+				for (i = 0; i < n; i++)
+					if (st[(first + i) * 4] != OK) {
+						TH_LOG("batch %u: request %u answered %u",
+						       n, first + i,
+						       st[(first + i) * 4]);
+						ASSERT_TRUE(0);
+					}
+				kicks++;
+				requests += n;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			elapsed = (t1.tv_sec - t0.tv_sec) +
+				  (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		} while (elapsed < secs);
+		/* Every MAP was undone: nothing is left mapped */
+		EXPECT_FALSE(mapped(self, 1, 0x100000000ULL));
+		printf("# bench-vhost: batch=%u requests=%lu kicks=%lu seconds=%.3f requests_per_s=%.0f us_per_kick=%.2f\n",
+		       n, requests, kicks, elapsed, requests / elapsed,
+		       elapsed * 1e6 / kicks);
+		fflush(stdout);
+	}
+}
+
 TEST_HARNESS_MAIN
