@@ -47,7 +47,6 @@ module_param(max_table_pages, ulong, 0644);
 MODULE_PARM_DESC(max_table_pages,
 		 "Most page-table pages one device may hold (default 32768: 128 MiB)");
 
-
 /* Requests per kick before the worker yields */
 #define VHOST_IOMMU_WEIGHT	256
 

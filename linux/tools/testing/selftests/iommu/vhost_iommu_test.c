@@ -1652,7 +1652,8 @@ static void r_make(struct model *m, struct rreq *r)
 		struct virtio_iommu_req_detach *d = &r->detach;
 
 		d->head.type = VIRTIO_IOMMU_T_DETACH;
-		d->endpoint = ep = r_endpoint();
+		ep = r_endpoint();
+		d->endpoint = ep;
 		d->domain = r_domain(m);
 		/* Mostly the domain the endpoint is in, so that it succeeds */
 		if (pm(600) && m_ep_ok(m, ep) && m->ep_dom[ep] >= 0)
@@ -1880,9 +1881,10 @@ static void log_req(struct __test_metadata *_metadata, const struct rreq *r)
 {
 	const uint32_t *w = (const void *)r->bytes;
 
-	TH_LOG("request type %u out %u in %u want 0x%x: %08x %08x %08x %08x %08x %08x %08x %08x %08x",
-	       r->head.type, r->out_len, r->in_len, r->want, w[0], w[1],
-	       w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
+	TH_LOG("request type %u out %u in %u, allowed statuses 0x%x",
+	       r->head.type, r->out_len, r->in_len, r->want);
+	TH_LOG("request words %08x %08x %08x %08x %08x %08x %08x %08x %08x",
+	       w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
 }
 
 /* TRANSLATE for @ep at @iova agrees with the model */
@@ -2033,14 +2035,14 @@ static void random_run(struct __test_metadata *_metadata,
 			uint64_t iova = r_iova() + rnd_below(PG);
 
 			if (!xlate_agrees(self, &m, ep, iova)) {
-				TH_LOG("after request %lu: TRANSLATE of endpoint %u at 0x%llx disagrees with the model",
+				TH_LOG("after %lu: EP %u IOVA 0x%llx: TRANSLATE is not the model's",
 				       done, ep, (unsigned long long)iova);
 				ASSERT_TRUE(0);
 			}
 		}
 		if (!(batches % 1024) || done == total) {
 			if (!model_agrees(self, &m, &bad_ep, &bad_iova)) {
-				TH_LOG("after request %lu: TRANSLATE of endpoint %u at 0x%llx disagrees with the model",
+				TH_LOG("after %lu: EP %u IOVA 0x%llx: TRANSLATE is not the model's",
 				       done, bad_ep,
 				       (unsigned long long)bad_iova);
 				ASSERT_TRUE(0);
@@ -2057,9 +2059,10 @@ TEST_F_TIMEOUT(viommu, random_against_model, 3600)
 	struct timespec t0, t1;
 	int k;
 
-	TH_LOG("random: seed 0x%llx, %lu requests (VHOST_IOMMU_SEED=0x%llx VHOST_IOMMU_RANDOM=%lu replays it)",
-	       (unsigned long long)seed, total, (unsigned long long)seed,
-	       total);
+	TH_LOG("random: seed 0x%llx, %lu requests",
+	       (unsigned long long)seed, total);
+	TH_LOG("random: VHOST_IOMMU_SEED=0x%llx VHOST_IOMMU_RANDOM=%lu replays it",
+	       (unsigned long long)seed, total);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	random_run(_metadata, self, total, seed, seen);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -2090,7 +2093,7 @@ TEST_F_TIMEOUT(viommu, random_against_model, 3600)
 struct flipper {
 	void *mem;
 	struct vq *vq;
-	volatile int stop;
+	int stop;		/* __atomic */
 	unsigned long flips;
 };
 
@@ -2099,7 +2102,7 @@ static void *flip_loop(void *arg)
 	struct flipper *f = arg;
 	uint64_t x = 0x9e3779b97f4a7c15ULL;
 
-	while (!f->stop) {
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
 		unsigned int i;
 
 		x ^= x >> 12;
@@ -2129,7 +2132,7 @@ static void *flip_loop(void *arg)
 		f->flips++;
 		/* A pause now and then, so that some requests get through */
 		if (!(x & 0x3000))
-			for (i = (x >> 48) & 0x3fff; i && !f->stop; i--)
+			for (i = (x >> 48) & 0x3fff; i; i--)
 				__asm__ volatile("" ::: "memory");
 	}
 	return NULL;
@@ -2166,7 +2169,7 @@ TEST_F_TIMEOUT(viommu, guest_rewrites_requests, 600)
 			r_make(&m, &r[i]);
 		ASSERT_EQ(0, batch_push(self->mem, vq, r, n));
 		if (vq_wait_used(vq, n)) {
-			f.stop = 1;
+			__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
 			pthread_join(thread, NULL);
 			TH_LOG("a batch of %u never came back after %lu requests",
 			       n, done);
@@ -2195,12 +2198,12 @@ TEST_F_TIMEOUT(viommu, guest_rewrites_requests, 600)
 		}
 		done += n;
 	}
-	f.stop = 1;
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_join(thread, NULL));
-	TH_LOG("rewrite: %lu requests, %lu flips: OK %lu INVAL %lu RANGE %lu NOENT %lu NOMEM %lu used-length-0 %lu",
-	       done, f.flips, seen[0], seen[VIRTIO_IOMMU_S_INVAL],
-	       seen[VIRTIO_IOMMU_S_RANGE], seen[VIRTIO_IOMMU_S_NOENT],
-	       seen[VIRTIO_IOMMU_S_NOMEM], used0);
+	TH_LOG("rewrite: %lu requests, %lu flips", done, f.flips);
+	TH_LOG("rewrite: OK %lu INVAL %lu RANGE %lu NOENT %lu NOMEM %lu used-length-0 %lu",
+	       seen[0], seen[VIRTIO_IOMMU_S_INVAL], seen[VIRTIO_IOMMU_S_RANGE],
+	       seen[VIRTIO_IOMMU_S_NOENT], seen[VIRTIO_IOMMU_S_NOMEM], used0);
 	/* The flips reached the device: not everything got through intact */
 	EXPECT_LT(0, f.flips);
 	EXPECT_LT(0, used0);
@@ -2270,7 +2273,7 @@ static int fail_nth_setup(struct __test_metadata *_metadata)
 		}
 		return -1;
 	}
-	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(quiet); i++)
 		write_file(quiet[i], "0");
 	return 0;
 }
@@ -2337,13 +2340,12 @@ static pid_t vhost_worker_tid(void)
 	return tid;
 }
 
-#define NEED_FAIL_NTH()							\
-	do {								\
-		int _r = fail_nth_setup(_metadata);			\
-		ASSERT_NE(-2, _r);					\
-		if (_r)							\
-			SKIP(return, "no fault injection in this kernel"); \
-	} while (0)
+/* Record @name as the step reached; -errno if @ret says it failed */
+static int step_ret(const char **step, const char *name, int ret)
+{
+	*step = name;
+	return ret < 0 ? -errno : 0;
+}
 
 /*
  * The ioctl path: a VMM's whole setup, then some use and teardown, with
@@ -2362,48 +2364,69 @@ static int setup_sequence(struct __test_metadata *_metadata, void *mem,
 	uint64_t features;
 	int fd, ret;
 
-#define STEP(name, call)						\
-	do {								\
-		*step = name;						\
-		if ((call) < 0)						\
-			return -errno;					\
-	} while (0)
-
-	STEP("open", *fdp = fd = open("/dev/vhost-iommu", O_RDWR));
-	STEP("VHOST_SET_OWNER", ioctl(fd, VHOST_SET_OWNER));
-	STEP("VHOST_GET_FEATURES", ioctl(fd, VHOST_GET_FEATURES, &features));
-	STEP("VHOST_SET_FEATURES", ioctl(fd, VHOST_SET_FEATURES, &features));
+	fd = open("/dev/vhost-iommu", O_RDWR);
+	*fdp = fd;
+	ret = step_ret(step, "open", fd);
+	if (!ret)
+		ret = step_ret(step, "VHOST_SET_OWNER",
+			       ioctl(fd, VHOST_SET_OWNER));
+	if (!ret)
+		ret = step_ret(step, "VHOST_GET_FEATURES",
+			       ioctl(fd, VHOST_GET_FEATURES, &features));
+	if (!ret)
+		ret = step_ret(step, "VHOST_SET_FEATURES",
+			       ioctl(fd, VHOST_SET_FEATURES, &features));
+	if (ret)
+		return ret;
+	*step = "calloc";
 	m = calloc(1, sizeof(*m) + sizeof(*r));
-	STEP("calloc", m ? 0 : (errno = ENOMEM, -1));
+	if (!m)
+		return -ENOMEM;
 	m->nregions = 1;
 	r = &m->regions[0];
 	r->guest_phys_addr = GPA_BASE;
 	r->memory_size = MEM_SIZE;
 	r->userspace_addr = (uintptr_t)mem;
-	ret = ioctl(fd, VHOST_SET_MEM_TABLE, m);
+	ret = step_ret(step, "VHOST_SET_MEM_TABLE",
+		       ioctl(fd, VHOST_SET_MEM_TABLE, m));
 	free(m);
-	STEP("VHOST_SET_MEM_TABLE", ret);
-	STEP("request queue", vq_setup(fd, mem, 0, rq, QSZ));
-	STEP("event queue", vq_setup(fd, mem, 1, eq, QSZ));
+	if (!ret)
+		ret = step_ret(step, "request queue",
+			       vq_setup(fd, mem, 0, rq, QSZ));
+	if (!ret)
+		ret = step_ret(step, "event queue",
+			       vq_setup(fd, mem, 1, eq, QSZ));
 	default_cfg(&c);
-	STEP("VHOST_IOMMU_SET_CONFIG", ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
-	STEP("VHOST_IOMMU_ADD_ENDPOINT 1", add_ep(fd, 1, &msi_region, 1));
-	STEP("VHOST_IOMMU_ADD_ENDPOINT 2", add_ep(fd, 2, NULL, 0));
-	STEP("VHOST_IOMMU_ADD_ENDPOINT 3", add_ep(fd, 3, NULL, 0));
-	STEP("VHOST_IOMMU_SET_RUNNING 1",
-	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_CONFIG",
+			       ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 1",
+			       add_ep(fd, 1, &msi_region, 1));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 2",
+			       add_ep(fd, 2, NULL, 0));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 3",
+			       add_ep(fd, 3, NULL, 0));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 1",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	if (ret)
+		return ret;
 	*step = "VHOST_IOMMU_TRANSLATE";
 	ret = ioctl(fd, VHOST_IOMMU_TRANSLATE, &t);
 	if (ret != -1 || errno != ENOENT)
 		return -EPROTO;		/* not attached: must say ENOENT */
-	STEP("VHOST_IOMMU_DEL_ENDPOINT",
-	     ioctl(fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
-	STEP("VHOST_IOMMU_SET_RUNNING 0",
-	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	STEP("VHOST_IOMMU_SET_RUNNING 1 again",
-	     ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
-#undef STEP
-	return 0;
+	ret = step_ret(step, "VHOST_IOMMU_DEL_ENDPOINT",
+		       ioctl(fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 0",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 1 again",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	return ret;
 }
 
 static void close_all(int *fd, struct vq *rq, struct vq *eq)
@@ -2444,7 +2467,16 @@ TEST_F_TIMEOUT(own, fail_nth_ioctls, 600)
 	void *mem;
 	int nth, fd = -1, ret, hit;
 
-	NEED_FAIL_NTH();
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);	/* required, and missing */
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
+	/*
+	 * Every page this process touches must be there before a failure is
+	 * armed: a page fault inside copy_from_user() that fails to allocate
+	 * a page table gives EFAULT, not ENOMEM, and would be the harness's.
+	 */
+	ASSERT_EQ(0, mlockall(MCL_CURRENT | MCL_FUTURE));
 	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	ASSERT_NE(MAP_FAILED, mem);
@@ -2596,15 +2628,18 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 	uint64_t bad_iova;
 	struct model m;
 	struct rreq r;
-	int nth, status;
+	int nth, status, ret;
 	pid_t worker;
 
-	NEED_FAIL_NTH();
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);	/* required, and missing */
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
 	worker = vhost_worker_tid();
 	ASSERT_LT(0, worker);
 	nth = open_fail_nth(worker);
 	ASSERT_LE(0, nth);
-	for (s = 0; s < sizeof(fsteps) / sizeof(fsteps[0]); s++) {
+	for (s = 0; s < ARRAY_SIZE(fsteps); s++) {
 		nomem = 0;
 		for (n = 1; n < FAIL_NTH_MAX; n++) {
 			struct model before;
@@ -2641,7 +2676,7 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 			}
 			/* Whatever the answer, the state is what it says */
 			if (!model_agrees(self, &m, &bad_ep, &bad_iova)) {
-				TH_LOG("%s, fail-nth %u: TRANSLATE of endpoint %u at 0x%llx disagrees with the model",
+				TH_LOG("%s, fail-nth %u: EP %u IOVA 0x%llx: not the model's",
 				       fsteps[s].name, n, bad_ep,
 				       (unsigned long long)bad_iova);
 				ASSERT_TRUE(0);
@@ -2885,7 +2920,7 @@ TEST_F_TIMEOUT(viommu, bench_map_unmap, 600)
 			GPA_BASE + OFF_BRESP + i * 4, 4, VRING_DESC_F_WRITE, 0 };
 	}
 
-	for (b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
+	for (b = 0; b < ARRAY_SIZE(batches); b++) {
 		unsigned int n = batches[b];
 		unsigned long kicks = 0, requests = 0;
 		uint8_t *st = gpa_ptr(self->mem, GPA_BASE + OFF_BRESP);
@@ -2921,9 +2956,10 @@ TEST_F_TIMEOUT(viommu, bench_map_unmap, 600)
 		} while (elapsed < secs);
 		/* Every MAP was undone: nothing is left mapped */
 		EXPECT_FALSE(mapped(self, 1, 0x100000000ULL));
-		printf("# bench-vhost: batch=%u requests=%lu kicks=%lu seconds=%.3f requests_per_s=%.0f us_per_kick=%.2f\n",
-		       n, requests, kicks, elapsed, requests / elapsed,
-		       elapsed * 1e6 / kicks);
+		printf("# bench-vhost: batch=%u requests=%lu kicks=%lu ",
+		       n, requests, kicks);
+		printf("seconds=%.3f requests_per_s=%.0f us_per_kick=%.2f\n",
+		       elapsed, requests / elapsed, elapsed * 1e6 / kicks);
 		fflush(stdout);
 	}
 }
