@@ -80,9 +80,42 @@ struct vhost_iommu_mapping {
 struct vhost_iommu_ep {
 	u32 id;
 	struct vhost_iommu_domain *domain;
+	struct vhost_iommu_bound *binding;	/* a bound vhost device */
 	u32 nr_resv;
 	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
 };
+
+/* Misses a bound device may have outstanding; it waits on each */
+#define VHOST_IOMMU_MAX_MISSES	16
+
+/*
+ * A vhost device (vhost-net) bound to an endpoint: its IOTLB misses come
+ * here, are translated through the endpoint's domain and the memory table
+ * in @work, and UNMAP, DETACH and reset invalidate what it cached.
+ */
+struct vhost_iommu_bound {
+	struct vhost_iommu *v;
+	struct vhost_dev *dev;
+	u32 endpoint;
+	bool dead;				/* under v->lock */
+	struct list_head node;			/* in v->bindings, under v->lock */
+	struct list_head all;			/* under vhost_iommu_bind_mutex */
+	struct work_struct work;
+	spinlock_t miss_lock;			/* protects the misses */
+	unsigned int nr_misses;
+	struct {
+		u64 iova;
+		int access;
+	} misses[VHOST_IOMMU_MAX_MISSES];
+};
+
+/*
+ * Serialises binding and unbinding.  Lock order: a bound device's
+ * vhost_dev.mutex, this, then vhost_iommu.lock, then the bound device's
+ * virtqueue mutexes.
+ */
+static DEFINE_MUTEX(vhost_iommu_bind_mutex);
+static LIST_HEAD(vhost_iommu_bindings);
 
 struct vhost_iommu {
 	struct vhost_dev dev;
@@ -112,7 +145,12 @@ struct vhost_iommu {
 	unsigned int fault_head;
 	unsigned int nr_faults;
 	unsigned long faults_dropped;
+
+	struct list_head bindings;		/* under @lock */
 };
+
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear);
+static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id);
 
 static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
 {
@@ -122,6 +160,31 @@ static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
 static u64 vhost_iommu_granule(struct vhost_iommu *v)
 {
 	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
+}
+
+/* Bound devices behind @dom forget IOVA [@start, @last]. */
+static void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
+				       struct vhost_iommu_domain *dom,
+				       u64 start, u64 last)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&v->lock);
+	list_for_each_entry(b, &v->bindings, node) {
+		ep = xa_load(&v->endpoints, b->endpoint);
+		if (ep && ep->domain == dom)
+			vhost_dev_iotlb_invalidate(b->dev, start, last);
+	}
+}
+
+/* The device bound to @ep, if any, forgets everything. */
+static void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
+				      struct vhost_iommu_ep *ep)
+{
+	lockdep_assert_held(&v->lock);
+	if (ep->binding)
+		vhost_dev_iotlb_invalidate(ep->binding->dev, 0, U64_MAX);
 }
 
 /* Remove one mapping from the tree and from the page table. */
@@ -135,6 +198,9 @@ static void vhost_iommu_unmap_one(struct vhost_iommu *v,
 	interval_tree_remove(&m->it, &dom->mappings);
 	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
 		long tables = atomic_long_read(&dom->pt.nr_tables);
+
+		/* Before the request completes, no bound device may use it */
+		vhost_iommu_invalidate_dom(v, dom, m->it.start, m->it.last);
 
 		iommu_iotlb_gather_init(&gather);
 		gpt_unmap(&dom->pt, m->it.start, len, &gather);
@@ -178,6 +244,7 @@ static void vhost_iommu_detach_ep(struct vhost_iommu *v,
 
 	if (!dom)
 		return;
+	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = NULL;
 	if (!--dom->nr_endpoints)
 		vhost_iommu_free_domain(v, dom);
@@ -268,6 +335,8 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 
 	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
 	vhost_iommu_detach_ep(v, ep);
+	/* A bound device may have cached bypass translations */
+	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = dom;
 	dom->nr_endpoints++;
 	return VIRTIO_IOMMU_S_OK;
@@ -789,6 +858,7 @@ static int vhost_iommu_open(struct inode *inode, struct file *f)
 		return -ENOMEM;
 	mutex_init(&v->lock);
 	spin_lock_init(&v->fault_lock);
+	INIT_LIST_HEAD(&v->bindings);
 	xa_init(&v->endpoints);
 	xa_init(&v->domains);
 	v->vqs[VHOST_IOMMU_VQ_REQUEST].handle_kick = vhost_iommu_handle_req_kick;
@@ -827,9 +897,14 @@ static void vhost_iommu_stop(struct vhost_iommu *v)
 static int vhost_iommu_release(struct inode *inode, struct file *f)
 {
 	struct vhost_iommu *v = f->private_data;
+	struct vhost_iommu_bound *b, *tmp;
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
 
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &v->bindings, node)
+		vhost_iommu_unbind(b, true);
+	mutex_unlock(&vhost_iommu_bind_mutex);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
@@ -915,10 +990,16 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 
 		/* Only the guest-writable field may change now. */
 		now.bypass = c.bypass;
-		if (memcmp(&now, &c, sizeof(c)))
+		if (memcmp(&now, &c, sizeof(c))) {
 			ret = -EBUSY;
-		else
+		} else if (v->cfg.bypass != c.bypass) {
+			struct vhost_iommu_bound *b;
+
 			v->cfg.bypass = c.bypass;
+			/* Detached endpoints' translations change */
+			list_for_each_entry(b, &v->bindings, node)
+				vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+		}
 		goto out;
 	}
 	xa_for_each(&v->endpoints, id, ep) {
@@ -991,6 +1072,7 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 
 	if (get_user(id, argp))
 		return -EFAULT;
+	vhost_iommu_unbind_endpoint(v, id);
 	/* Requests run under v->lock: none is looking at the endpoint now. */
 	mutex_lock(&v->lock);
 	ep = xa_erase(&v->endpoints, id);
@@ -1092,6 +1174,212 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		return ret;
 	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;
 }
+
+/* Answer the misses of a bound device, in a kworker */
+static void vhost_iommu_miss_work(struct work_struct *work)
+{
+	struct vhost_iommu_bound *b = container_of(work,
+						     struct vhost_iommu_bound,
+						     work);
+	struct vhost_iommu *v = b->v;
+	const struct vhost_iotlb_map *map;
+	struct vhost_iommu_translate t;
+	u32 access, fault;
+	u64 iova, size;
+	u8 reason, perm;
+	int ret;
+
+	for (;;) {
+		spin_lock(&b->miss_lock);
+		if (!b->nr_misses) {
+			spin_unlock(&b->miss_lock);
+			break;
+		}
+		iova = b->misses[0].iova;
+		access = b->misses[0].access;
+		memmove(&b->misses[0], &b->misses[1],
+			--b->nr_misses * sizeof(b->misses[0]));
+		spin_unlock(&b->miss_lock);
+
+		fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+		perm = 0;
+		if (access & VHOST_ACCESS_RO) {
+			perm |= VHOST_IOMMU_PERM_READ;
+			fault |= VIRTIO_IOMMU_FAULT_F_READ;
+		}
+		if (access & VHOST_ACCESS_WO) {
+			perm |= VHOST_IOMMU_PERM_WRITE;
+			fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
+		}
+		t = (struct vhost_iommu_translate){
+			.endpoint = b->endpoint, .iova = iova,
+		};
+		/*
+		 * Translate and fill the device's IOTLB under v->lock, so
+		 * that no UNMAP can come between and leave a stale entry.
+		 */
+		mutex_lock(&v->lock);
+		if (b->dead || !v->running) {
+			mutex_unlock(&v->lock);
+			continue;
+		}
+		ret = vhost_iommu_xlate(v, &t, perm, &reason);
+		if (!ret) {
+			/* Guest-physical to the VMM's address, as vhost has it */
+			map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
+			if (!map) {
+				ret = -ENOENT;
+				reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
+			}
+		}
+		if (!ret) {
+			size = map->last - t.gpa + 1;
+			if (t.size && t.size < size)
+				size = t.size;
+			access = 0;
+			if (t.perm & VHOST_IOMMU_PERM_READ)
+				access |= VHOST_ACCESS_RO;
+			if (t.perm & VHOST_IOMMU_PERM_WRITE)
+				access |= VHOST_ACCESS_WO;
+			ret = vhost_dev_iotlb_update(b->dev, iova, size,
+						     map->addr + t.gpa - map->start,
+						     access);
+		}
+		mutex_unlock(&v->lock);
+		/* The device's access faults: it stays stopped, the guest hears */
+		if (ret == -ENOENT || ret == -EACCES)
+			vhost_iommu_report_fault(v, reason, fault, b->endpoint,
+						 iova);
+	}
+}
+
+/* vhost_iotlb_ops.miss: a bound device's virtqueue mutex is held */
+static void vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
+			     int access)
+{
+	struct vhost_iommu_bound *b = data;
+
+	spin_lock(&b->miss_lock);
+	if (b->nr_misses < VHOST_IOMMU_MAX_MISSES) {
+		b->misses[b->nr_misses].iova = iova;
+		b->misses[b->nr_misses].access = access;
+		b->nr_misses++;
+	}
+	spin_unlock(&b->miss_lock);
+	queue_work(system_unbound_wq, &b->work);
+}
+
+/*
+ * Undo a binding, with vhost_iommu_bind_mutex held.  @clear: the device
+ * lives on, so take our ops and our translations out of it; otherwise it
+ * is being cleaned up and does that itself.
+ */
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear)
+{
+	struct vhost_iommu *v = b->v;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	b->dead = true;
+	list_del(&b->node);
+	ep = xa_load(&v->endpoints, b->endpoint);
+	if (ep && ep->binding == b)
+		ep->binding = NULL;
+	mutex_unlock(&v->lock);
+	if (clear)
+		vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
+	/* No miss can come now; finish the one in flight */
+	cancel_work_sync(&b->work);
+	if (clear)
+		vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+	list_del(&b->all);
+	kfree(b);
+}
+
+static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id)
+{
+	struct vhost_iommu_bound *b = NULL;
+	struct vhost_iommu_ep *ep;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, id);
+	if (ep)
+		b = ep->binding;
+	mutex_unlock(&v->lock);
+	if (b)
+		vhost_iommu_unbind(b, true);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+/* vhost_iotlb_ops.unbind: @dev is being cleaned up */
+static void vhost_iommu_dev_gone(struct vhost_dev *dev)
+{
+	struct vhost_iommu_bound *b, *tmp;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &vhost_iommu_bindings, all)
+		if (b->dev == dev)
+			vhost_iommu_unbind(b, false);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+static const struct vhost_iotlb_ops vhost_iommu_iotlb_ops = {
+	.miss	= vhost_iommu_miss,
+	.unbind	= vhost_iommu_dev_gone,
+};
+
+static const struct file_operations vhost_iommu_fops;
+
+/* vhost_iotlb_provider.bind: VHOST_SET_IOMMU on @dev, @dev->mutex held */
+static int vhost_iommu_bind(struct file *file, u32 endpoint,
+			    struct vhost_dev *dev)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+	struct vhost_iommu *v;
+	int ret = 0;
+
+	if (file->f_op != &vhost_iommu_fops)
+		return -EINVAL;
+	v = file->private_data;
+	if (&v->dev == dev)
+		return -EINVAL;
+	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return -ENOMEM;
+	b->v = v;
+	b->dev = dev;
+	b->endpoint = endpoint;
+	spin_lock_init(&b->miss_lock);
+	INIT_WORK(&b->work, vhost_iommu_miss_work);
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, endpoint);
+	if (!ep) {
+		ret = -ENOENT;
+	} else if (ep->binding) {
+		ret = -EBUSY;
+	} else {
+		ep->binding = b;
+		list_add(&b->node, &v->bindings);
+		list_add(&b->all, &vhost_iommu_bindings);
+	}
+	mutex_unlock(&v->lock);
+	if (!ret)
+		vhost_dev_set_iotlb_ops(dev, &vhost_iommu_iotlb_ops, b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+	if (ret)
+		kfree(b);
+	return ret;
+}
+
+static const struct vhost_iotlb_provider vhost_iommu_provider = {
+	.owner	= THIS_MODULE,
+	.bind	= vhost_iommu_bind,
+};
 
 static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 {
@@ -1212,7 +1500,26 @@ static struct miscdevice vhost_iommu_misc = {
 	.name	= "vhost-iommu",
 	.fops	= &vhost_iommu_fops,
 };
-module_misc_device(vhost_iommu_misc);
+
+static int __init vhost_iommu_init(void)
+{
+	int ret = vhost_iotlb_provider_register(&vhost_iommu_provider);
+
+	if (ret)
+		return ret;
+	ret = misc_register(&vhost_iommu_misc);
+	if (ret)
+		vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+	return ret;
+}
+module_init(vhost_iommu_init);
+
+static void __exit vhost_iommu_exit(void)
+{
+	misc_deregister(&vhost_iommu_misc);
+	vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+}
+module_exit(vhost_iommu_exit);
 
 MODULE_DESCRIPTION("Host kernel accelerator for virtio-iommu");
 MODULE_LICENSE("GPL");

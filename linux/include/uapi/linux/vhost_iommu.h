@@ -95,8 +95,7 @@ struct vhost_iommu_resv_region {
 /**
  * struct vhost_iommu_endpoint - an endpoint the guest may attach
  * @id: the endpoint ID (QEMU uses the PCI requester ID)
- * @flags: zero; reserved for the binding of a vhost device (vhost-net) to
- *         the endpoint, so the kernel translates its DMA
+ * @flags: zero (reserved)
  * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
  * @reserved: zero
  * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
@@ -170,8 +169,13 @@ struct vhost_iommu_translate {
  * endpoints stay registered.
  * VHOST_IOMMU_TRANSLATE: see struct vhost_iommu_translate.
  *
- * Reserved for later, so they keep their numbers: 0xA7 binding a vhost
- * device to an endpoint, 0xA8 statistics.  Page-table sharing (requests
+ * A vhost device (vhost-net) is bound to an endpoint on its own file, with
+ * VHOST_SET_IOMMU (include/uapi/linux/vhost.h) naming this file and the
+ * endpoint: its IOTLB misses are then translated here, and UNMAP, DETACH
+ * and resets invalidate what it cached before they complete.
+ *
+ * Reserved for later, so they keep their numbers: 0xA8 statistics.
+ * Page-table sharing (requests
  * ATTACH_TABLE 6 and INVALIDATE 7) will be announced by a feature bit and
  * configured through @reserved of struct vhost_iommu_config.
  */

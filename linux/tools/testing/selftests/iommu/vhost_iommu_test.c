@@ -9,9 +9,11 @@
  * an eventfd, waits on the call eventfd and checks every answer against
  * virtio 1.3.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -22,11 +24,19 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/if_tun.h>
 #include <linux/vhost.h>
 #include <linux/vhost_iommu.h>
 #include <linux/virtio_config.h>
@@ -2852,6 +2862,275 @@ TEST_F(viommu, fault_waits_for_buffers)
 	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN,
 		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 0x7000);
 	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+/*
+ * vhost-net bound to an endpoint (VHOST_SET_IOMMU): the kernel translates
+ * its DMA through the endpoint's domain.  This program is the VMM of both
+ * devices and the guest: the TX ring and a packet live in guest memory at
+ * IOVAs the guest mapped; the packet must come out of the tap byte for
+ * byte, and after UNMAP the same descriptor must not: nothing comes out and
+ * the guest gets a fault on the event queue.
+ */
+#define NET_EP		5
+#define NET_OFF_RING	0x100000UL	/* TX ring, GPA offset */
+#define NET_IOVA_RING	0x80000000ULL
+#define NET_OFF_BUF	0x120000UL	/* the packet, GPA offset */
+#define NET_IOVA_BUF	0x90000000ULL
+#define NET_HDR		12		/* struct virtio_net_hdr_v1 */
+#define NET_ETHERTYPE	0x88b5		/* local experimental */
+#define NET_FRAME	200
+
+struct tap {
+	int fd, ifindex, pkt;
+};
+
+static int tap_open(struct tap *t)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	struct ifreq ifr = { 0 };
+	int hdr = NET_HDR, s;
+
+	t->fd = open("/dev/net/tun", O_RDWR);
+	if (t->fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "vhiommu%%d");
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	if (ioctl(t->fd, TUNSETIFF, &ifr) || ioctl(t->fd, TUNSETVNETHDRSZ, &hdr))
+		return -1;
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0 || ioctl(s, SIOCGIFINDEX, &ifr))
+		return -1;
+	t->ifindex = ifr.ifr_ifindex;
+	ifr.ifr_flags = IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		return -1;
+	close(s);
+	/* What the tap hands the host stack, as a sniffer on it sees it */
+	t->pkt = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = t->ifindex;
+	if (t->pkt < 0 || bind(t->pkt, (struct sockaddr *)&sll, sizeof(sll)))
+		return -1;
+	return 0;
+}
+
+/* The next frame of ours the tap received within @ms, its length or -1 */
+static int tap_frame(struct tap *t, uint8_t *buf, size_t len, int ms)
+{
+	struct pollfd pfd = { .fd = t->pkt, .events = POLLIN };
+	struct sockaddr_ll from;
+	socklen_t fl;
+	ssize_t n;
+
+	while (poll(&pfd, 1, ms) > 0) {
+		fl = sizeof(from);
+		n = recvfrom(t->pkt, buf, len, 0, (struct sockaddr *)&from, &fl);
+		if (n < 14 || from.sll_pkttype == PACKET_OUTGOING)
+			continue;
+		if (buf[12] == NET_ETHERTYPE >> 8 && buf[13] == (NET_ETHERTYPE & 0xff))
+			return n;
+	}
+	return -1;
+}
+
+static void tap_close(struct tap *t)
+{
+	if (t->pkt >= 0)
+		close(t->pkt);
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
+TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
+	uint64_t features, want = (1ULL << VIRTIO_F_VERSION_1) |
+				  (1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct vring_desc *desc = (void *)ring;
+	struct vring_avail *avail = (void *)(ring + 0x1000);
+	struct vring_used *used = (void *)(ring + 0x2000);
+	struct vhost_vring_state num = { .index = 1, .num = QSZ };
+	struct vhost_vring_state base = { .index = 1, .num = 0 };
+	struct vhost_vring_addr addr = {
+		.index = 1,
+		.desc_user_addr = NET_IOVA_RING,
+		.avail_user_addr = NET_IOVA_RING + 0x1000,
+		.used_user_addr = NET_IOVA_RING + 0x2000,
+	};
+	struct vhost_vring_file kick = { .index = 1 }, call = { .index = 1 };
+	struct vhost_vring_file backend = { .index = 1 };
+	struct vhost_memory_region *r;
+	struct vhost_memory *m;
+	struct tap tap = { -1, -1, -1 };
+	uint8_t got[2048];
+	uint64_t one = 1;
+	int net, i, n, ret;
+
+	net = open("/dev/vhost-net", O_RDWR);
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, tap_open(&tap));
+
+	/* The guest: endpoint 5 in domain 7, its ring and packet mapped */
+	ASSERT_EQ(OK, attach(self, 7, NET_EP, 0));
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
+			  GPA_BASE + NET_OFF_RING, RW));
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1,
+			  GPA_BASE + NET_OFF_BUF, VIRTIO_IOMMU_MAP_F_READ));
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+
+	/* The VMM: vhost-net behind the IOMMU, its rings at IOVAs */
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_GET_FEATURES, &features));
+	ASSERT_EQ(want, features & want);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &want));
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	ASSERT_NE(NULL, m);
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)self->mem;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_MEM_TABLE, m));
+	free(m);
+	/* Bad bindings first */
+	bind.endpoint = 99;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(ENOENT, errno);
+	bind.endpoint = NET_EP;
+	bind.fd = net;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	bind.fd = self->fd;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBUSY, errno);
+
+	memset(ring, 0, 0x3000);
+	kick.fd = eventfd(0, EFD_NONBLOCK);
+	call.fd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_NUM, &num));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_BASE, &base));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_ADDR, &addr));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_KICK, &kick));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_CALL, &call));
+	/*
+	 * Starting the queue reads the used ring: the first try misses in
+	 * the device's IOTLB, which the IOMMU then fills; the VMM retries.
+	 */
+	backend.fd = tap.fd;
+	for (i = 0; i < 100; i++) {
+		ret = ioctl(net, VHOST_NET_SET_BACKEND, &backend);
+		if (!ret || errno != EFAULT)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(0, ret);
+
+	/* The guest sends a frame from its IOVA-addressed buffer */
+	memset(pkt, 0, NET_HDR);
+	memset(pkt + NET_HDR, 0xff, 6);			/* broadcast */
+	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
+	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
+	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
+	for (i = 14; i < NET_FRAME; i++)
+		pkt[NET_HDR + i] = i * 7 + 3;
+	desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME, 0, 0 };
+	avail->ring[0] = 0;
+	__atomic_store_n(&avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	n = tap_frame(&tap, got, sizeof(got), 3000);
+	ASSERT_EQ(NET_FRAME, n);
+	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
+	for (i = 0; i < 300 && __atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(10000);
+	EXPECT_EQ(1, used->idx);
+	EXPECT_TRUE(evt_none(&self->eq));	/* no fault so far */
+
+	/* UNMAP: once it is answered the same descriptor must fail */
+	ASSERT_EQ(OK, unmap(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1));
+	avail->ring[1] = 0;
+	__atomic_store_n(&avail->idx, 2, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
+	EXPECT_EQ(-1, tap_frame(&tap, got, sizeof(got), 300));
+	EXPECT_EQ(1, used->idx);
+
+	/* Mapped again (elsewhere in guest memory), it goes out again */
+	memcpy(pkt + PG, pkt, NET_HDR + NET_FRAME);
+	pkt[NET_HDR + NET_FRAME - 1] ^= 0x5a;
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1,
+			  GPA_BASE + NET_OFF_BUF + PG, VIRTIO_IOMMU_MAP_F_READ));
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	n = tap_frame(&tap, got, sizeof(got), 3000);
+	ASSERT_EQ(NET_FRAME, n);
+	EXPECT_EQ(0, memcmp(got, pkt + PG + NET_HDR, NET_FRAME));
+
+	/* DETACH takes it all away: the ring itself faults now */
+	ASSERT_EQ(OK, detach(self, 7, NET_EP));
+	avail->ring[2] = 0;
+	__atomic_store_n(&avail->idx, 3, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	EXPECT_EQ(-1, tap_frame(&tap, got, sizeof(got), 300));
+
+	close(net);
+	close(kick.fd);
+	close(call.fd);
+	tap_close(&tap);
+}
+
+/* Bindings end with the endpoint, the device's owner, or the IOMMU */
+TEST_F(viommu, vhost_net_binding_lifetime)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = 6 };
+	uint64_t feat = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint32_t id = 6;
+	int net = open("/dev/vhost-net", O_RDWR);
+
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	/* The endpoint goes: so does the binding, the device may bind again */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, add_ep(self->fd, 6, NULL, 0));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	/* The endpoint takes one device */
+	bind.endpoint = 7;
+	ASSERT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBUSY, errno);
+	/* The device's owner is reset: the endpoint is free again */
+	ASSERT_EQ(0, ioctl(net, VHOST_RESET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	bind.endpoint = 6;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	bind.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	/* The IOMMU is closed while the device is bound */
+	close(self->fd);
+	self->fd = -1;
+	bind.reserved[1] = 0;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBADF, errno);
+	/* The device forgot it: another IOMMU takes it */
+	self->fd = open("/dev/vhost-iommu", O_RDWR);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_OWNER));
+	ASSERT_EQ(0, add_ep(self->fd, 6, NULL, 0));
+	bind.fd = self->fd;
+	EXPECT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	close(net);
 }
 
 /*
