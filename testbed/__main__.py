@@ -42,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernels as they are built")
+    p = sub.add_parser("bench-vhost",
+                       help="vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick")
+    p.add_argument("--seconds", type=float, default=5,
+                   help="measuring time per batch size")
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernel as it is built")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -90,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-viommu":
             from . import bench
             bench.viommu(args.threads, args.seconds, not args.no_build)
+        elif args.cmd == "bench-vhost":
+            from . import bench
+            bench.vhost(args.seconds, not args.no_build)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

@@ -5,6 +5,9 @@
 6.12's virtio-iommu driver and ours, strict and lazy, and no IOMMU) and
 writes build/bench/viommu.json; see viommu() below.
 
+`make bench-vhost` boots the vhost-iommu selftest's benchmark (BENCH_VHOST)
+and writes build/bench/vhost.json; see vhost() below.
+
 `make bench-pt` runs the generic_pt KUnit benchmark (gpt_bench.c), which
 prints one line per format, operation and case:
 
@@ -27,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import boot, initramfs, kernel, kunit, paths
-from .scenarios import BENCH_ROWS, BENCH_SCENARIOS
+from .scenarios import BENCH_ROWS, BENCH_SCENARIOS, BENCH_VHOST
 from .shell import StepError, step
 
 BENCH_LINE = re.compile(
@@ -224,13 +227,14 @@ def viommu_table(rows: list[dict]) -> str:
 
 def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
     """6.12's virtio-iommu driver against ours, and the no-IOMMU floor."""
-    targets = sorted({sc.kernel for sc in BENCH_SCENARIOS.values()})
+    scenarios = [sc for sc in BENCH_SCENARIOS.values() if sc.name.startswith("bench-viommu-")]
+    targets = sorted({sc.kernel for sc in scenarios})
     if build:
         kernel.build_all(targets)
     for target in targets:
         initramfs.base_image(target)
     rows, errors = [], []
-    for (driver, mode), sc in zip(BENCH_ROWS, BENCH_SCENARIOS.values()):
+    for (driver, mode), sc in zip(BENCH_ROWS, scenarios):
         sc = dataclasses.replace(
             sc, timeout_s=seconds + 150,
             env={**sc.env, "TB_BENCH_THREADS": str(threads),
@@ -252,4 +256,70 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
     print(f"wrote {out}")
     if errors:
         raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
+    return out
+
+
+# --- make bench-vhost --------------------------------------------------------
+
+# The selftest's line per batch size (vhost_iommu_test.c, bench_map_unmap)
+VHOST_LINE = re.compile(
+    r"bench-vhost: batch=(?P<batch>\d+) requests=(?P<requests>\d+) "
+    r"kicks=(?P<kicks>\d+) seconds=(?P<seconds>[0-9.]+) "
+    r"requests_per_s=(?P<rps>[0-9.]+) us_per_kick=(?P<us>[0-9.]+)")
+VHOST_BATCHES = (1, 16, 256)
+
+
+def vhost_rows(diags: list[str]) -> list[dict]:
+    """Rows {batch, requests_per_s, us_per_kick} from the benchmark's lines.
+
+    The rates are recomputed from the counts and the time, which the
+    selftest prints in full, so a row is consistent whatever its rounding.
+    """
+    rows = {}
+    for d in diags:
+        m = VHOST_LINE.search(d)
+        if not m:
+            continue
+        seconds, requests, kicks = float(m["seconds"]), int(m["requests"]), int(m["kicks"])
+        if seconds <= 0 or not kicks:
+            raise StepError(f"bench-vhost: an empty measurement: {d}")
+        rows[int(m["batch"])] = {
+            "batch": int(m["batch"]),
+            "requests_per_s": round(requests / seconds),
+            "us_per_kick": round(seconds * 1e6 / kicks, 2),
+        }
+    missing = [b for b in VHOST_BATCHES if b not in rows]
+    if missing:
+        raise StepError(f"bench-vhost: no line for batch size(s) {missing}")
+    return [rows[b] for b in VHOST_BATCHES]
+
+
+def vhost_table(rows: list[dict]) -> str:
+    one = rows[0]["requests_per_s"]
+    out = [f"{'batch':>6} {'requests/s':>11} {'us/kick':>9} {'vs batch 1':>10}"]
+    for r in rows:
+        out.append(f"{r['batch']:>6} {r['requests_per_s']:>11} {r['us_per_kick']:>9} "
+                   f"{r['requests_per_s'] / one:>9.2f}x")
+    return "\n".join(out)
+
+
+def vhost(seconds: float = 5, build: bool = True) -> Path:
+    """vhost-iommu's request rate at 1, 16 and 256 requests a kick."""
+    sc = BENCH_VHOST
+    if build:
+        kernel.build_all([sc.kernel])
+    initramfs.base_image(sc.kernel)
+    sc = dataclasses.replace(sc, timeout_s=int(3 * seconds) + 120,
+                             env={**sc.env, "TB_BENCH_SECONDS": str(seconds)})
+    with step(f"boot {sc.name} ({seconds} s a batch size)"):
+        result = boot.run_scenario(sc)
+    bench = result.console.steps.get("vhost-bench")
+    if not result.ok or not bench:
+        raise StepError(f"{sc.name} failed:\n{result.summary()}")
+    rows = vhost_rows(bench.diagnostics())
+    paths.BENCH.mkdir(parents=True, exist_ok=True)
+    out = paths.BENCH / "vhost.json"
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(vhost_table(rows))
+    print(f"wrote {out}")
     return out

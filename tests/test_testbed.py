@@ -164,3 +164,35 @@ def test_bench_viommu_counts():
     assert bench.per_1k(3, 2) == 1500.0
     # The benchmark boots are not make check's: they need the x86_64-stock kernel.
     assert not set(BENCH_SCENARIOS) & set(SCENARIOS)
+
+
+def test_bench_vhost_rows():
+    """make bench-vhost: the selftest's lines become {batch, requests_per_s, us_per_kick}."""
+    from testbed import bench
+    from testbed.scenarios import BENCH_SCENARIOS, SCENARIOS
+    from testbed.shell import StepError
+    diags = [
+        "vhost_iommu_test.c:123:bench_map_unmap: something else",
+        "bench-vhost: batch=1 requests=2000 kicks=2000 seconds=1.000 "
+        "requests_per_s=2000 us_per_kick=500.00",
+        "bench-vhost: batch=256 requests=51200 kicks=200 seconds=2.000 "
+        "requests_per_s=25600 us_per_kick=10000.00",
+        "bench-vhost: batch=16 requests=16000 kicks=1000 seconds=0.500 "
+        "requests_per_s=32000 us_per_kick=500.00",
+    ]
+    rows = bench.vhost_rows(diags)
+    # In batch order, rates from the counts and the time
+    assert rows == [
+        {"batch": 1, "requests_per_s": 2000, "us_per_kick": 500.0},
+        {"batch": 16, "requests_per_s": 32000, "us_per_kick": 500.0},
+        {"batch": 256, "requests_per_s": 25600, "us_per_kick": 10000.0},
+    ]
+    assert "16.00x" in bench.vhost_table(rows)
+    # A batch size missing, or a measurement of nothing, is an error
+    with pytest.raises(StepError, match=r"\[16\]"):
+        bench.vhost_rows([d for d in diags if "batch=16 " not in d])
+    with pytest.raises(StepError, match="empty"):
+        bench.vhost_rows(diags + ["bench-vhost: batch=1 requests=0 kicks=0 seconds=0.000 "
+                                  "requests_per_s=0 us_per_kick=0.00"])
+    # Its boot is not one of make check's
+    assert "bench-vhost" in BENCH_SCENARIOS and "bench-vhost" not in SCENARIOS

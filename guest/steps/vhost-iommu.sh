@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
-# vhost-iommu: load the module, run the selftest that plays VMM and guest
+# vhost-iommu: load the module (and vhost_net), run the selftest that plays VMM and guest
 # (its own TAP), then check the module refuses to go while a file is open
 # and goes cleanly once none is.
 rc=0
 if ! modprobe vhost_iommu; then
 	echo "# modprobe vhost_iommu failed"
+	rc=1
+fi
+# vhost-net, for the test that binds it to an endpoint
+if ! modprobe vhost_net; then
+	echo "# modprobe vhost_net failed"
 	rc=1
 fi
 /bin/vhost_iommu_test || rc=1

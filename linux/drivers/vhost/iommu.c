@@ -42,8 +42,16 @@ static unsigned long max_mappings = 1UL << 20;
 module_param(max_mappings, ulong, 0644);
 MODULE_PARM_DESC(max_mappings, "Most mappings one device may hold (default 1M)");
 
+static unsigned long max_table_pages = 1UL << 15;
+module_param(max_table_pages, ulong, 0644);
+MODULE_PARM_DESC(max_table_pages,
+		 "Most page-table pages one device may hold (default 32768: 128 MiB)");
+
 /* Requests per kick before the worker yields */
 #define VHOST_IOMMU_WEIGHT	256
+
+/* Faults kept while the guest has no event buffer; later ones are dropped */
+#define VHOST_IOMMU_MAX_FAULTS	64
 
 /* No dirty logging (VHOST_F_LOG_ALL): the device writes little, see docs. */
 #define VHOST_IOMMU_FEATURES	((VHOST_FEATURES & ~(1ULL << VHOST_F_LOG_ALL)) | \
@@ -72,9 +80,42 @@ struct vhost_iommu_mapping {
 struct vhost_iommu_ep {
 	u32 id;
 	struct vhost_iommu_domain *domain;
+	struct vhost_iommu_bound *binding;	/* a bound vhost device */
 	u32 nr_resv;
 	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
 };
+
+/* Misses a bound device may have outstanding; it waits on each */
+#define VHOST_IOMMU_MAX_MISSES	16
+
+/*
+ * A vhost device (vhost-net) bound to an endpoint: its IOTLB misses come
+ * here, are translated through the endpoint's domain and the memory table
+ * in @work, and UNMAP, DETACH and reset invalidate what it cached.
+ */
+struct vhost_iommu_bound {
+	struct vhost_iommu *v;
+	struct vhost_dev *dev;
+	u32 endpoint;
+	bool dead;				/* under v->lock */
+	struct list_head node;			/* in v->bindings, under v->lock */
+	struct list_head all;			/* under vhost_iommu_bind_mutex */
+	struct work_struct work;
+	spinlock_t miss_lock;			/* protects the misses */
+	unsigned int nr_misses;
+	struct {
+		u64 iova;
+		int access;
+	} misses[VHOST_IOMMU_MAX_MISSES];
+};
+
+/*
+ * Serialises binding and unbinding.  Lock order: a bound device's
+ * vhost_dev.mutex, this, then vhost_iommu.lock, then the bound device's
+ * virtqueue mutexes.
+ */
+static DEFINE_MUTEX(vhost_iommu_bind_mutex);
+static LIST_HEAD(vhost_iommu_bindings);
 
 struct vhost_iommu {
 	struct vhost_dev dev;
@@ -93,7 +134,23 @@ struct vhost_iommu {
 	struct xarray domains;			/* ID -> struct vhost_iommu_domain */
 	unsigned int nr_domains;
 	unsigned long nr_mappings;
+	long nr_table_pages;			/* over all domains' tables */
+
+	/*
+	 * Faults waiting for an event buffer, oldest at @fault_head; under
+	 * @fault_lock, which may be taken anywhere (a spinlock, innermost).
+	 */
+	spinlock_t fault_lock;
+	struct virtio_iommu_fault faults[VHOST_IOMMU_MAX_FAULTS];
+	unsigned int fault_head;
+	unsigned int nr_faults;
+	unsigned long faults_dropped;
+
+	struct list_head bindings;		/* under @lock */
 };
+
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear);
+static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id);
 
 static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
 {
@@ -103,6 +160,31 @@ static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
 static u64 vhost_iommu_granule(struct vhost_iommu *v)
 {
 	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
+}
+
+/* Bound devices behind @dom forget IOVA [@start, @last]. */
+static void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
+				       struct vhost_iommu_domain *dom,
+				       u64 start, u64 last)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&v->lock);
+	list_for_each_entry(b, &v->bindings, node) {
+		ep = xa_load(&v->endpoints, b->endpoint);
+		if (ep && ep->domain == dom)
+			vhost_dev_iotlb_invalidate(b->dev, start, last);
+	}
+}
+
+/* The device bound to @ep, if any, forgets everything. */
+static void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
+				      struct vhost_iommu_ep *ep)
+{
+	lockdep_assert_held(&v->lock);
+	if (ep->binding)
+		vhost_dev_iotlb_invalidate(ep->binding->dev, 0, U64_MAX);
 }
 
 /* Remove one mapping from the tree and from the page table. */
@@ -115,10 +197,17 @@ static void vhost_iommu_unmap_one(struct vhost_iommu *v,
 
 	interval_tree_remove(&m->it, &dom->mappings);
 	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
+		long tables = atomic_long_read(&dom->pt.nr_tables);
+
+		/* Before the request completes, no bound device may use it */
+		vhost_iommu_invalidate_dom(v, dom, m->it.start, m->it.last);
+
 		iommu_iotlb_gather_init(&gather);
 		gpt_unmap(&dom->pt, m->it.start, len, &gather);
 		/* Nothing walks this table but us: free right away. */
 		iommu_put_pages_list(&gather.freelist);
+		v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) -
+				     tables;
 	}
 	dom->nr_mappings--;
 	v->nr_mappings--;
@@ -140,8 +229,10 @@ static void vhost_iommu_free_domain(struct vhost_iommu *v,
 		v->nr_mappings--;
 		kfree(m);
 	}
-	if (!dom->bypass)
+	if (!dom->bypass) {
+		v->nr_table_pages -= atomic_long_read(&dom->pt.nr_tables);
 		gpt_deinit(&dom->pt);
+	}
 	v->nr_domains--;
 	kfree(dom);
 }
@@ -153,6 +244,7 @@ static void vhost_iommu_detach_ep(struct vhost_iommu *v,
 
 	if (!dom)
 		return;
+	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = NULL;
 	if (!--dom->nr_endpoints)
 		vhost_iommu_free_domain(v, dom);
@@ -222,8 +314,14 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 			kfree(dom);
 			return VIRTIO_IOMMU_S_NOMEM;
 		}
-		ret = xa_err(xa_store(&v->domains, domain, dom,
-				      GFP_KERNEL_ACCOUNT));
+		/* Its top table counts against the budget */
+		ret = 0;
+		if (!bypass && v->nr_table_pages +
+		    atomic_long_read(&dom->pt.nr_tables) > v->cfg.max_table_pages)
+			ret = -ENOMEM;
+		if (!ret)
+			ret = xa_err(xa_store(&v->domains, domain, dom,
+					      GFP_KERNEL_ACCOUNT));
 		if (ret) {
 			if (!bypass)
 				gpt_deinit(&dom->pt);
@@ -231,10 +329,14 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 			return VIRTIO_IOMMU_S_NOMEM;
 		}
 		v->nr_domains++;
+		if (!bypass)
+			v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables);
 	}
 
 	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
 	vhost_iommu_detach_ep(v, ep);
+	/* A bound device may have cached bypass translations */
+	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = dom;
 	dom->nr_endpoints++;
 	return VIRTIO_IOMMU_S_OK;
@@ -258,6 +360,39 @@ static u8 vhost_iommu_detach(struct vhost_iommu *v,
 		return VIRTIO_IOMMU_S_INVAL;
 	vhost_iommu_detach_ep(v, ep);
 	return VIRTIO_IOMMU_S_OK;
+}
+
+/*
+ * gpt_map() in chunks, within the device's page-table budget.  A chunk is
+ * 512 of the largest pages the alignment of @iova against @phys allows (at
+ * most 1 GiB pages), aligned: it needs at most a couple of new tables and
+ * still takes the largest pages.  Between chunks the budget is checked and
+ * the CPU given up, so that one MAP of a huge range that must use small
+ * pages can neither eat host memory nor hold the worker for long.
+ */
+static int vhost_iommu_pt_map(struct vhost_iommu *v,
+			      struct vhost_iommu_domain *dom, u64 iova,
+			      u64 phys, u64 len, int prot, size_t *mapped)
+{
+	long others = v->nr_table_pages - atomic_long_read(&dom->pt.nr_tables);
+	unsigned int lg = (iova ^ phys) ? __ffs64(iova ^ phys) : 63;
+	u64 chunk = 1ULL << (min(lg, 30U) + 9), done = 0, n;
+	int ret;
+
+	while (done < len) {
+		if (others + atomic_long_read(&dom->pt.nr_tables) >=
+		    v->cfg.max_table_pages)
+			return -ENOMEM;
+		n = min(len - done, chunk - ((iova + done) & (chunk - 1)));
+		ret = gpt_map(&dom->pt, iova + done, phys + done, n, prot,
+			      GFP_KERNEL_ACCOUNT, mapped);
+		if (ret)
+			return ret;
+		done += n;
+		if (done < len)
+			cond_resched();
+	}
+	return 0;
 }
 
 static u8 vhost_iommu_map(struct vhost_iommu *v,
@@ -291,6 +426,9 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 	/* The whole 64-bit space cannot be one length; nor may phys wrap. */
 	if (!len || phys + (len - 1) < phys)
 		return VIRTIO_IOMMU_S_RANGE;
+	/* Nor may it go past what the table holds (52 bits in AMD v1). */
+	if (dom->pt.oas < 64 && (phys + (len - 1)) >> dom->pt.oas)
+		return VIRTIO_IOMMU_S_RANGE;
 	if (interval_tree_iter_first(&dom->mappings, start, end))
 		return VIRTIO_IOMMU_S_INVAL;
 	if (v->nr_mappings >= v->cfg.max_mappings)
@@ -310,10 +448,12 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 		prot |= IOMMU_WRITE;
 	/* A mapping without access only lives in the tree: it translates nothing. */
 	if (prot) {
+		long others = v->nr_table_pages -
+			      atomic_long_read(&dom->pt.nr_tables);
 		size_t mapped = 0;
 
-		ret = gpt_map(&dom->pt, start, phys, len, prot,
-			      GFP_KERNEL_ACCOUNT, &mapped);
+		ret = vhost_iommu_pt_map(v, dom, start, phys, len, prot,
+					 &mapped);
 		if (ret) {
 			struct iommu_iotlb_gather gather;
 
@@ -321,6 +461,10 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 			if (mapped)
 				gpt_unmap(&dom->pt, start, mapped, &gather);
 			iommu_put_pages_list(&gather.freelist);
+		}
+		v->nr_table_pages = others +
+				    atomic_long_read(&dom->pt.nr_tables);
+		if (ret) {
 			kfree(m);
 			switch (ret) {
 			case -ENOMEM:
@@ -586,9 +730,122 @@ out:
 	mutex_unlock(&vq->mutex);
 }
 
-/* Event queue buffers wait for faults, which vhost endpoints will report. */
+/*
+ * Queue a fault record for the guest and have the worker deliver it.  May be
+ * called from any context that can take a spinlock.
+ */
+static void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason,
+				     u32 flags, u32 endpoint, u64 address)
+{
+	struct virtio_iommu_fault *f;
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&v->fault_lock, irqflags);
+	if (v->nr_faults == VHOST_IOMMU_MAX_FAULTS) {
+		v->faults_dropped++;
+	} else {
+		f = &v->faults[(v->fault_head + v->nr_faults++) %
+			       VHOST_IOMMU_MAX_FAULTS];
+		memset(f, 0, sizeof(*f));
+		f->reason = reason;
+		f->flags = cpu_to_le32(flags);
+		f->endpoint = cpu_to_le32(endpoint);
+		f->address = cpu_to_le64(address);
+	}
+	spin_unlock_irqrestore(&v->fault_lock, irqflags);
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_EVENT].poll);
+}
+
+static bool vhost_iommu_peek_fault(struct vhost_iommu *v,
+				   struct virtio_iommu_fault *f)
+{
+	bool have;
+
+	spin_lock_irq(&v->fault_lock);
+	have = v->nr_faults;
+	if (have)
+		*f = v->faults[v->fault_head];
+	spin_unlock_irq(&v->fault_lock);
+	return have;
+}
+
+static void vhost_iommu_pop_fault(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = (v->fault_head + 1) % VHOST_IOMMU_MAX_FAULTS;
+	v->nr_faults--;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+static void vhost_iommu_clear_faults(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = 0;
+	v->nr_faults = 0;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+/*
+ * Deliver pending faults into the event queue's buffers, in order, one
+ * record a buffer.  A buffer too small for a record goes back with used
+ * length 0 and the record waits for the next one.  Run on a kick (the guest
+ * added buffers) and after each report.
+ */
 static void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 {
+	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
+						  poll.work);
+	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	struct virtio_iommu_fault f;
+	unsigned int out, in;
+	struct iov_iter to;
+	bool added = false;
+	int head, n = 0;
+	u32 len;
+
+	mutex_lock(&vq->mutex);
+	if (!vhost_vq_get_backend(vq))
+		goto out;
+	/*
+	 * Kicks only matter while faults wait for buffers: notifications are
+	 * on only then.  A new fault queues this work itself.
+	 */
+	vhost_disable_notify(&v->dev, vq);
+	while (vhost_iommu_peek_fault(v, &f)) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq))
+				break;
+			added = true;
+			continue;
+		}
+		if (head == vq->num) {
+			/* No buffer: wait for the guest's next kick */
+			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
+				vhost_disable_notify(&v->dev, vq);
+				continue;
+			}
+			break;
+		}
+		len = 0;
+		if (!out && iov_length(vq->iov, in) >= sizeof(f)) {
+			iov_iter_init(&to, ITER_DEST, vq->iov, in, sizeof(f));
+			if (copy_to_iter(&f, sizeof(f), &to) == sizeof(f)) {
+				len = sizeof(f);
+				vhost_iommu_pop_fault(v);
+			}
+		}
+		if (vhost_add_used(vq, head, len))
+			break;
+		added = true;
+		if (vhost_exceeds_weight(vq, ++n, 0))
+			break;
+	}
+	if (added)
+		vhost_signal(&v->dev, vq);
+out:
+	mutex_unlock(&vq->mutex);
 }
 
 static int vhost_iommu_open(struct inode *inode, struct file *f)
@@ -600,6 +857,8 @@ static int vhost_iommu_open(struct inode *inode, struct file *f)
 	if (!v)
 		return -ENOMEM;
 	mutex_init(&v->lock);
+	spin_lock_init(&v->fault_lock);
+	INIT_LIST_HEAD(&v->bindings);
 	xa_init(&v->endpoints);
 	xa_init(&v->domains);
 	v->vqs[VHOST_IOMMU_VQ_REQUEST].handle_kick = vhost_iommu_handle_req_kick;
@@ -632,14 +891,20 @@ static void vhost_iommu_stop(struct vhost_iommu *v)
 	v->running = false;
 	vhost_iommu_reset(v);
 	mutex_unlock(&v->lock);
+	vhost_iommu_clear_faults(v);
 }
 
 static int vhost_iommu_release(struct inode *inode, struct file *f)
 {
 	struct vhost_iommu *v = f->private_data;
+	struct vhost_iommu_bound *b, *tmp;
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
 
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &v->bindings, node)
+		vhost_iommu_unbind(b, true);
+	mutex_unlock(&vhost_iommu_bind_mutex);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
@@ -680,6 +945,7 @@ static int vhost_iommu_start(struct vhost_iommu *v)
 	mutex_unlock(&v->lock);
 	/* Serve whatever the guest queued before the start. */
 	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_REQUEST].poll);
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_EVENT].poll);
 	return 0;
 }
 
@@ -708,12 +974,15 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 	    c.input_end < c.input_start || c.domain_end < c.domain_start ||
 	    c.probe_size % 4 || c.probe_size > SZ_64K)
 		return -EINVAL;
-	if (c.max_domains > max_domains || c.max_mappings > max_mappings)
+	if (c.max_domains > max_domains || c.max_mappings > max_mappings ||
+	    c.max_table_pages > max_table_pages)
 		return -EINVAL;
 	if (!c.max_domains)
 		c.max_domains = max_domains;
 	if (!c.max_mappings)
 		c.max_mappings = max_mappings;
+	if (!c.max_table_pages)
+		c.max_table_pages = max_table_pages;
 
 	mutex_lock(&v->lock);
 	if (v->running) {
@@ -721,10 +990,16 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 
 		/* Only the guest-writable field may change now. */
 		now.bypass = c.bypass;
-		if (memcmp(&now, &c, sizeof(c)))
+		if (memcmp(&now, &c, sizeof(c))) {
 			ret = -EBUSY;
-		else
+		} else if (v->cfg.bypass != c.bypass) {
+			struct vhost_iommu_bound *b;
+
 			v->cfg.bypass = c.bypass;
+			/* Detached endpoints' translations change */
+			list_for_each_entry(b, &v->bindings, node)
+				vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+		}
 		goto out;
 	}
 	xa_for_each(&v->endpoints, id, ep) {
@@ -797,6 +1072,7 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 
 	if (get_user(id, argp))
 		return -EFAULT;
+	vhost_iommu_unbind_endpoint(v, id);
 	/* Requests run under v->lock: none is looking at the endpoint now. */
 	mutex_lock(&v->lock);
 	ep = xa_erase(&v->endpoints, id);
@@ -809,65 +1085,301 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	return 0;
 }
 
-static long vhost_iommu_translate(struct vhost_iommu *v,
-				  struct vhost_iommu_translate __user *argp)
+/*
+ * Translate @t->iova as @t->endpoint's DMA: fill @t->gpa, size and perm.
+ * @access (VHOST_IOMMU_PERM_READ and _WRITE, or 0 to only look) must be
+ * allowed.  Returns 0, -ENODEV for an unknown endpoint, or -ENOENT /
+ * -EACCES with the virtio fault reason in @reason.  Caller holds v->lock.
+ */
+static int vhost_iommu_xlate(struct vhost_iommu *v,
+			     struct vhost_iommu_translate *t, u32 access,
+			     u8 *reason)
 {
-	struct vhost_iommu_translate t;
 	struct interval_tree_node *node;
 	struct vhost_iommu_mapping *m;
 	struct vhost_iommu_ep *ep;
 	phys_addr_t pa;
-	long ret = 0;
+
+	lockdep_assert_held(&v->lock);
+	t->gpa = 0;
+	t->size = 0;
+	t->perm = 0;
+	ep = xa_load(&v->endpoints, t->endpoint);
+	if (!ep)
+		return -ENODEV;
+	*reason = VIRTIO_IOMMU_FAULT_R_DOMAIN;
+	if ((!ep->domain && v->cfg.bypass) ||
+	    (ep->domain && ep->domain->bypass)) {
+		t->gpa = t->iova;
+		t->perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+			  VHOST_IOMMU_PERM_BYPASS;
+		return 0;
+	}
+	if (!ep->domain)
+		return -ENOENT;
+
+	*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+	node = interval_tree_iter_first(&ep->domain->mappings, t->iova,
+					t->iova);
+	m = node ? container_of(node, struct vhost_iommu_mapping, it) : NULL;
+	if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
+				VIRTIO_IOMMU_MAP_F_WRITE)))
+		return -ENOENT;
+	/* The table and the tree disagreeing would be our bug */
+	if (WARN_ON_ONCE(gpt_lookup(&ep->domain->pt, t->iova, &pa, NULL,
+				    NULL)))
+		return -ENOENT;
+	if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
+		t->perm |= VHOST_IOMMU_PERM_READ;
+	if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
+		t->perm |= VHOST_IOMMU_PERM_WRITE;
+	if (access & ~t->perm) {
+		t->perm = 0;
+		return -EACCES;
+	}
+	t->gpa = pa;
+	t->size = m->it.last - t->iova + 1;
+	return 0;
+}
+
+static long vhost_iommu_translate(struct vhost_iommu *v,
+				  struct vhost_iommu_translate __user *argp)
+{
+	struct vhost_iommu_translate t;
+	u32 access = 0, fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+	u8 reason;
+	long ret;
 
 	if (copy_from_user(&t, argp, sizeof(t)))
 		return -EFAULT;
-	if (t.flags || t.reserved)
+	if ((t.flags & ~(VHOST_IOMMU_TRANSLATE_F_READ |
+			 VHOST_IOMMU_TRANSLATE_F_WRITE |
+			 VHOST_IOMMU_TRANSLATE_F_FAULT)) || t.reserved)
 		return -EINVAL;
-	t.gpa = 0;
-	t.size = 0;
-	t.perm = 0;
-	mutex_lock(&v->lock);
-	ep = xa_load(&v->endpoints, t.endpoint);
-	if (!ep) {
-		ret = -ENODEV;
-	} else if (!ep->domain) {
-		if (v->cfg.bypass) {
-			t.gpa = t.iova;
-			t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
-				 VHOST_IOMMU_PERM_BYPASS;
-		} else {
-			ret = -ENOENT;
-		}
-	} else if (ep->domain->bypass) {
-		t.gpa = t.iova;
-		t.perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
-			 VHOST_IOMMU_PERM_BYPASS;
-	} else {
-		node = interval_tree_iter_first(&ep->domain->mappings, t.iova,
-						t.iova);
-		m = node ? container_of(node, struct vhost_iommu_mapping, it) :
-			   NULL;
-		if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
-					VIRTIO_IOMMU_MAP_F_WRITE))) {
-			ret = -ENOENT;
-		} else if (gpt_lookup(&ep->domain->pt, t.iova, &pa, NULL,
-				      NULL)) {
-			/* The table and the tree disagree: our bug. */
-			ret = -EIO;
-		} else {
-			t.gpa = pa;
-			t.size = m->it.last - t.iova + 1;
-			if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
-				t.perm |= VHOST_IOMMU_PERM_READ;
-			if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
-				t.perm |= VHOST_IOMMU_PERM_WRITE;
-		}
+	if (t.flags & VHOST_IOMMU_TRANSLATE_F_READ) {
+		access |= VHOST_IOMMU_PERM_READ;
+		fault |= VIRTIO_IOMMU_FAULT_F_READ;
 	}
+	if (t.flags & VHOST_IOMMU_TRANSLATE_F_WRITE) {
+		access |= VHOST_IOMMU_PERM_WRITE;
+		fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
+	}
+	mutex_lock(&v->lock);
+	ret = vhost_iommu_xlate(v, &t, access, &reason);
 	mutex_unlock(&v->lock);
+	if ((ret == -ENOENT || ret == -EACCES) &&
+	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
+		vhost_iommu_report_fault(v, reason, fault, t.endpoint, t.iova);
 	if (ret)
 		return ret;
 	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;
 }
+
+/* Answer the misses of a bound device, in a kworker */
+static void vhost_iommu_miss_work(struct work_struct *work)
+{
+	struct vhost_iommu_bound *b = container_of(work,
+						     struct vhost_iommu_bound,
+						     work);
+	struct vhost_iommu *v = b->v;
+	const struct vhost_iotlb_map *map;
+	struct vhost_iommu_translate t;
+	u32 access, fault;
+	u64 iova, size;
+	u8 reason, perm;
+	int ret;
+
+	for (;;) {
+		spin_lock(&b->miss_lock);
+		if (!b->nr_misses) {
+			spin_unlock(&b->miss_lock);
+			break;
+		}
+		iova = b->misses[0].iova;
+		access = b->misses[0].access;
+		memmove(&b->misses[0], &b->misses[1],
+			--b->nr_misses * sizeof(b->misses[0]));
+		spin_unlock(&b->miss_lock);
+
+		fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+		perm = 0;
+		if (access & VHOST_ACCESS_RO) {
+			perm |= VHOST_IOMMU_PERM_READ;
+			fault |= VIRTIO_IOMMU_FAULT_F_READ;
+		}
+		if (access & VHOST_ACCESS_WO) {
+			perm |= VHOST_IOMMU_PERM_WRITE;
+			fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
+		}
+		t = (struct vhost_iommu_translate){
+			.endpoint = b->endpoint, .iova = iova,
+		};
+		/*
+		 * Translate and fill the device's IOTLB under v->lock, so
+		 * that no UNMAP can come between and leave a stale entry.
+		 */
+		mutex_lock(&v->lock);
+		if (b->dead || !v->running) {
+			mutex_unlock(&v->lock);
+			continue;
+		}
+		ret = vhost_iommu_xlate(v, &t, perm, &reason);
+		if (!ret) {
+			/* Guest-physical to the VMM's address, as vhost has it */
+			map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
+			if (!map) {
+				ret = -ENOENT;
+				reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
+			}
+		}
+		if (!ret) {
+			size = map->last - t.gpa + 1;
+			if (t.size && t.size < size)
+				size = t.size;
+			access = 0;
+			if (t.perm & VHOST_IOMMU_PERM_READ)
+				access |= VHOST_ACCESS_RO;
+			if (t.perm & VHOST_IOMMU_PERM_WRITE)
+				access |= VHOST_ACCESS_WO;
+			ret = vhost_dev_iotlb_update(b->dev, iova, size,
+						     map->addr + t.gpa - map->start,
+						     access);
+		}
+		mutex_unlock(&v->lock);
+		/* The device's access faults: it stays stopped, the guest hears */
+		if (ret == -ENOENT || ret == -EACCES)
+			vhost_iommu_report_fault(v, reason, fault, b->endpoint,
+						 iova);
+	}
+}
+
+/* vhost_iotlb_ops.miss: a bound device's virtqueue mutex is held */
+static void vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
+			     int access)
+{
+	struct vhost_iommu_bound *b = data;
+
+	spin_lock(&b->miss_lock);
+	if (b->nr_misses < VHOST_IOMMU_MAX_MISSES) {
+		b->misses[b->nr_misses].iova = iova;
+		b->misses[b->nr_misses].access = access;
+		b->nr_misses++;
+	}
+	spin_unlock(&b->miss_lock);
+	queue_work(system_unbound_wq, &b->work);
+}
+
+/*
+ * Undo a binding, with vhost_iommu_bind_mutex held.  @clear: the device
+ * lives on, so take our ops and our translations out of it; otherwise it
+ * is being cleaned up and does that itself.
+ */
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear)
+{
+	struct vhost_iommu *v = b->v;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	b->dead = true;
+	list_del(&b->node);
+	ep = xa_load(&v->endpoints, b->endpoint);
+	if (ep && ep->binding == b)
+		ep->binding = NULL;
+	mutex_unlock(&v->lock);
+	if (clear)
+		vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
+	/* No miss can come now; finish the one in flight */
+	cancel_work_sync(&b->work);
+	if (clear)
+		vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+	list_del(&b->all);
+	kfree(b);
+}
+
+static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id)
+{
+	struct vhost_iommu_bound *b = NULL;
+	struct vhost_iommu_ep *ep;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, id);
+	if (ep)
+		b = ep->binding;
+	mutex_unlock(&v->lock);
+	if (b)
+		vhost_iommu_unbind(b, true);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+/* vhost_iotlb_ops.unbind: @dev is being cleaned up */
+static void vhost_iommu_dev_gone(struct vhost_dev *dev)
+{
+	struct vhost_iommu_bound *b, *tmp;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &vhost_iommu_bindings, all)
+		if (b->dev == dev)
+			vhost_iommu_unbind(b, false);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+static const struct vhost_iotlb_ops vhost_iommu_iotlb_ops = {
+	.miss	= vhost_iommu_miss,
+	.unbind	= vhost_iommu_dev_gone,
+};
+
+static const struct file_operations vhost_iommu_fops;
+
+/* vhost_iotlb_provider.bind: VHOST_SET_IOMMU on @dev, @dev->mutex held */
+static int vhost_iommu_bind(struct file *file, u32 endpoint,
+			    struct vhost_dev *dev)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+	struct vhost_iommu *v;
+	int ret = 0;
+
+	if (file->f_op != &vhost_iommu_fops)
+		return -EINVAL;
+	v = file->private_data;
+	if (&v->dev == dev)
+		return -EINVAL;
+	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return -ENOMEM;
+	b->v = v;
+	b->dev = dev;
+	b->endpoint = endpoint;
+	spin_lock_init(&b->miss_lock);
+	INIT_WORK(&b->work, vhost_iommu_miss_work);
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, endpoint);
+	if (!ep) {
+		ret = -ENOENT;
+	} else if (ep->binding) {
+		ret = -EBUSY;
+	} else {
+		ep->binding = b;
+		list_add(&b->node, &v->bindings);
+		list_add(&b->all, &vhost_iommu_bindings);
+	}
+	mutex_unlock(&v->lock);
+	if (!ret)
+		vhost_dev_set_iotlb_ops(dev, &vhost_iommu_iotlb_ops, b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+	if (ret)
+		kfree(b);
+	return ret;
+}
+
+static const struct vhost_iotlb_provider vhost_iommu_provider = {
+	.owner	= THIS_MODULE,
+	.bind	= vhost_iommu_bind,
+};
 
 static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 {
@@ -988,7 +1500,26 @@ static struct miscdevice vhost_iommu_misc = {
 	.name	= "vhost-iommu",
 	.fops	= &vhost_iommu_fops,
 };
-module_misc_device(vhost_iommu_misc);
+
+static int __init vhost_iommu_init(void)
+{
+	int ret = vhost_iotlb_provider_register(&vhost_iommu_provider);
+
+	if (ret)
+		return ret;
+	ret = misc_register(&vhost_iommu_misc);
+	if (ret)
+		vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+	return ret;
+}
+module_init(vhost_iommu_init);
+
+static void __exit vhost_iommu_exit(void)
+{
+	misc_deregister(&vhost_iommu_misc);
+	vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+}
+module_exit(vhost_iommu_exit);
 
 MODULE_DESCRIPTION("Host kernel accelerator for virtio-iommu");
 MODULE_LICENSE("GPL");

@@ -43,6 +43,12 @@
  * @max_mappings: mappings over all domains (0: the module default, at most
  *                the max_mappings module parameter); MAP answers NOMEM past
  *                it
+ * @max_table_pages: page-table pages over all domains (0: the module
+ *                   default, at most the max_table_pages module parameter);
+ *                   ATTACH and MAP answer NOMEM once the tables reach it.
+ *                   The tables are what a MAP costs the host (a huge range
+ *                   whose alignment allows only small pages needs many), so
+ *                   this, not @max_mappings, bounds the memory a guest pins
  * @reserved: zero; room for page-table sharing (formats the device walks)
  *
  * The VMM mirrors @page_size_mask to @probe_size and @bypass into the
@@ -61,7 +67,8 @@ struct vhost_iommu_config {
 	__u32 max_domains;
 	__u32 flags;
 	__u64 max_mappings;
-	__u64 reserved[4];
+	__u64 max_table_pages;
+	__u64 reserved[3];
 };
 
 /* Subtypes of a reserved region, as in the PROBE RESV_MEM property */
@@ -88,8 +95,7 @@ struct vhost_iommu_resv_region {
 /**
  * struct vhost_iommu_endpoint - an endpoint the guest may attach
  * @id: the endpoint ID (QEMU uses the PCI requester ID)
- * @flags: zero; reserved for the binding of a vhost device (vhost-net) to
- *         the endpoint, so the kernel translates its DMA
+ * @flags: zero (reserved)
  * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
  * @reserved: zero
  * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
@@ -111,10 +117,17 @@ struct vhost_iommu_endpoint {
 #define VHOST_IOMMU_PERM_MMIO		(1 << 2)
 #define VHOST_IOMMU_PERM_BYPASS		(1 << 3)
 
+/* struct vhost_iommu_translate.flags */
+#define VHOST_IOMMU_TRANSLATE_F_READ	(1 << 0)
+#define VHOST_IOMMU_TRANSLATE_F_WRITE	(1 << 1)
+#define VHOST_IOMMU_TRANSLATE_F_FAULT	(1 << 2)
+
 /**
  * struct vhost_iommu_translate - translate an IOVA as an endpoint's DMA
  * @endpoint: in: the endpoint ID
- * @flags: in: zero (reserved)
+ * @flags: in: VHOST_IOMMU_TRANSLATE_F_READ and _WRITE, the access the
+ *         device makes (none: only look the IOVA up); _FAULT to report a
+ *         failed translation to the guest, as a fault on the event queue
  * @iova: in: the input address
  * @gpa: out: the guest-physical address @iova maps to
  * @size: out: bytes from @iova to the end of its mapping (0 in bypass:
@@ -124,7 +137,12 @@ struct vhost_iommu_endpoint {
  *
  * For a VMM's emulated devices behind the IOMMU, and for tests.  Fails with
  * ENOENT when @iova is not mapped or the endpoint is not attached (and the
- * config does not bypass), ENODEV for an unknown endpoint.
+ * config does not bypass), EACCES when the mapping does not allow the
+ * access, ENODEV for an unknown endpoint.  With _FAULT, ENOENT and EACCES
+ * also queue a fault record (struct virtio_iommu_fault: reason DOMAIN for an
+ * endpoint without a domain, MAPPING otherwise; flags READ and WRITE as
+ * asked, and ADDRESS) for the event queue; while the guest has no buffer
+ * there up to 64 records wait, in order, and later ones are dropped.
  */
 struct vhost_iommu_translate {
 	__u32 endpoint;
@@ -151,8 +169,13 @@ struct vhost_iommu_translate {
  * endpoints stay registered.
  * VHOST_IOMMU_TRANSLATE: see struct vhost_iommu_translate.
  *
- * Reserved for later, so they keep their numbers: 0xA7 binding a vhost
- * device to an endpoint, 0xA8 statistics.  Page-table sharing (requests
+ * A vhost device (vhost-net) is bound to an endpoint on its own file, with
+ * VHOST_SET_IOMMU (include/uapi/linux/vhost.h) naming this file and the
+ * endpoint: its IOTLB misses are then translated here, and UNMAP, DETACH
+ * and resets invalidate what it cached before they complete.
+ *
+ * Reserved for later, so they keep their numbers: 0xA8 statistics.
+ * Page-table sharing (requests
  * ATTACH_TABLE 6 and INVALIDATE 7) will be announced by a feature bit and
  * configured through @reserved of struct vhost_iommu_config.
  */

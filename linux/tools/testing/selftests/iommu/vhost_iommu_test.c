@@ -9,9 +9,13 @@
  * an eventfd, waits on the call eventfd and checks every answer against
  * virtio 1.3.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,9 +24,19 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/if_tun.h>
 #include <linux/vhost.h>
 #include <linux/vhost_iommu.h>
 #include <linux/virtio_config.h>
@@ -32,25 +46,31 @@
 #include "../kselftest_harness.h"
 
 #define GPA_BASE	0x100000ULL	/* guest-physical base of our memory */
-#define MEM_SIZE	0x100000UL
-#define QSZ		64
+#define MEM_SIZE	0x400000UL
+#define QSZ		64	/* the tests' queue size */
+#define BIG_QSZ		1024	/* the benchmark's, for 256 requests a kick */
 #define PROBE_SIZE	512
 #define NR_EPS		10
 #define MAX_DOMAINS	8
 #define MAX_MAPPINGS	64
 #define PG		0x1000ULL
 
-/* Offsets in guest memory */
-#define OFF_VQ(q)	((q) * 0x4000UL)
-#define OFF_AVAIL	0x1000UL
-#define OFF_USED	0x2000UL
-#define OFF_REQ		0x10000UL	/* request buffer */
-#define OFF_RESP	0x11000UL	/* device-writable buffer */
+/* Offsets in guest memory (rings big enough for BIG_QSZ) */
+#define OFF_VQ(q)	((q) * 0x10000UL)
+#define OFF_AVAIL	0x4000UL
+#define OFF_USED	0x8000UL
+#define OFF_REQ		0x40000UL	/* request buffer */
+#define OFF_RESP	0x41000UL	/* device-writable buffer */
+#define OFF_BREQ	0x50000UL	/* batches: 128 bytes a request */
+#define BREQ_SZ		128
+#define OFF_BRESP	0x80000UL	/* batches: 0x400 bytes an answer */
+#define BRESP_SZ	0x400UL
 
 struct vq {
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
+	uint16_t num;
 	uint16_t avail_idx;
 	uint16_t used_idx;
 	int kick;
@@ -68,10 +88,11 @@ static void *gpa_ptr(void *mem, uint64_t gpa)
 	return (uint8_t *)mem + (gpa - GPA_BASE);
 }
 
-static int vq_setup(int fd, void *mem, unsigned int idx, struct vq *vq)
+static int vq_setup(int fd, void *mem, unsigned int idx, struct vq *vq,
+		    uint16_t qsz)
 {
 	uint8_t *base = (uint8_t *)mem + OFF_VQ(idx);
-	struct vhost_vring_state num = { .index = idx, .num = QSZ };
+	struct vhost_vring_state num = { .index = idx, .num = qsz };
 	struct vhost_vring_state vbase = { .index = idx, .num = 0 };
 	struct vhost_vring_addr addr = {
 		.index = idx,
@@ -82,6 +103,7 @@ static int vq_setup(int fd, void *mem, unsigned int idx, struct vq *vq)
 	struct vhost_vring_file kick, call;
 
 	memset(vq, 0, sizeof(*vq));
+	vq->num = qsz;
 	vq->desc = (void *)base;
 	vq->avail = (void *)(base + OFF_AVAIL);
 	vq->used = (void *)(base + OFF_USED);
@@ -107,9 +129,9 @@ static int vq_push_wait(struct vq *vq, uint16_t head, int expect)
 	struct pollfd pfd = { .fd = vq->call, .events = POLLIN };
 	int i;
 
-	vq->avail->ring[vq->avail_idx % QSZ] = head;
+	vq->avail->ring[vq->avail_idx % vq->num] = head;
 	/* used_event (VIRTIO_RING_F_EVENT_IDX): call us for the next one */
-	vq->avail->ring[QSZ] = vq->used_idx;
+	vq->avail->ring[vq->num] = vq->used_idx;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	vq->avail->idx = ++vq->avail_idx;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -148,7 +170,7 @@ static struct answer vq_chain(struct vq *vq, const struct seg *s, int n)
 	}
 	if (vq_push_wait(vq, 0, 1))
 		return a;
-	e = &vq->used->ring[vq->used_idx % QSZ];
+	e = &vq->used->ring[vq->used_idx % vq->num];
 	vq->used_idx++;
 	a.done = e->id == 0;
 	a.len = e->len;
@@ -257,8 +279,8 @@ FIXTURE_SETUP(viommu)
 	r->userspace_addr = (uintptr_t)self->mem;
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_MEM_TABLE, m));
 	free(m);
-	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, &self->rq));
-	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 1, &self->eq));
+	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, &self->rq, QSZ));
+	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 1, &self->eq, QSZ));
 	default_cfg(&self->cfg);
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &self->cfg));
 	ASSERT_EQ(0, add_ep(self->fd, 1, &msi_region, 1));
@@ -534,9 +556,14 @@ TEST_F(viommu, map_outside_input_range)
 		  map(self, 1, 1ULL << 48, (1ULL << 48) + PG - 1, 0, RW));
 	EXPECT_EQ(VIRTIO_IOMMU_S_RANGE,
 		  map(self, 1, (1ULL << 48) - PG, (1ULL << 48) + PG - 1, 0, RW));
-	/* Physical range wrapping around */
+	/* Physical range wrapping around, or past 52 bits */
 	EXPECT_EQ(VIRTIO_IOMMU_S_RANGE,
 		  map(self, 1, 0, 2 * PG - 1, ~(PG - 1), RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_RANGE,
+		  map(self, 1, 0, PG - 1, 1ULL << 52, RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_RANGE,
+		  map(self, 1, 0, 2 * PG - 1, (1ULL << 52) - PG, 0));
+	EXPECT_EQ(OK, map(self, 1, 0, PG - 1, (1ULL << 52) - PG, RW));
 }
 
 TEST_F(viommu, map_overlap_inval)
@@ -588,6 +615,64 @@ TEST_F(viommu, map_limit_nomem)
 	/* A domain going away gives its mappings back */
 	EXPECT_EQ(OK, detach(self, 2, 2));
 	EXPECT_EQ(OK, map(self, 1, 1ULL << 31, (1ULL << 31) + PG - 1, 0, RW));
+}
+
+/* Restart the device with @c (limits may only change while it is stopped) */
+static void reconfigure(struct __test_metadata *_metadata,
+			struct _test_data_viommu *self,
+			struct vhost_iommu_config *c)
+{
+	uint32_t zero = 0, one = 1;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+}
+
+/*
+ * The page tables are what a MAP costs the host: one MAP of a range whose
+ * IOVA and physical address differ in their low bits needs a table page for
+ * every 2 MiB, however few mappings there are.
+ */
+TEST_F(viommu, map_table_budget_nomem)
+{
+	struct vhost_iommu_config c = self->cfg;
+	uint64_t at = 0x40000000, mb = 1 << 20;
+	int i, st, ok = 0, nomem = 0;
+
+	c.max_table_pages = 16;
+	reconfigure(_metadata, self, &c);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &c));
+	EXPECT_EQ(16, c.max_table_pages);
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* 64 MiB of 4 KiB pages: past the budget midway, and undone */
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOMEM, map(self, 1, at, at + 64 * mb - 1,
+					    0x1000, RW));
+	EXPECT_FALSE(mapped(self, 1, at));
+	EXPECT_FALSE(mapped(self, 1, at + 63 * mb));
+	/* The same range in 2 MiB pages needs no leaf table: it fits */
+	EXPECT_EQ(OK, map(self, 1, at, at + 64 * mb - 1, 0x80000000, RW));
+	EXPECT_TRUE(mapped(self, 1, at + 63 * mb));
+	/* 4 KiB each a GiB apart: two tables each, until the budget is out */
+	for (i = 2; i < 40; i++) {
+		st = map(self, 1, (uint64_t)i << 30, ((uint64_t)i << 30) + PG - 1,
+			 0, RW);
+		if (st == OK)
+			ok++;
+		else if (st == VIRTIO_IOMMU_S_NOMEM)
+			nomem++;
+		else
+			EXPECT_EQ(OK, st);
+	}
+	EXPECT_LT(0, ok);
+	EXPECT_LT(0, nomem);
+	/* A new domain needs a table too */
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOMEM, attach(self, 2, 2, 0));
+	/* The domain's end gives it all back */
+	EXPECT_EQ(OK, detach(self, 1, 1));
+	EXPECT_EQ(OK, attach(self, 2, 2, 0));
+	EXPECT_EQ(OK, map(self, 2, 5ULL << 30, (5ULL << 30) + PG - 1, 0, RW));
+	EXPECT_TRUE(mapped(self, 2, 5ULL << 30));
 }
 
 /*
@@ -1103,6 +1188,10 @@ TEST(ioctl_order)
 	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	default_cfg(&c);
+	c.max_table_pages = ~0ULL;
+	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(EINVAL, errno);
+	default_cfg(&c);
 	ASSERT_EQ(0, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	/* A region that no longer fits a smaller probe buffer */
 	ASSERT_EQ(0, add_ep(fd, 1, &msi_region, 1));
@@ -1142,6 +1231,2016 @@ TEST(other_process_not_owner)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(fd);
+}
+
+/*
+ * A seeded random run checked against a model of the device.
+ *
+ * The model is virtio 1.3's rules written as plainly as possible: which
+ * endpoints exist, which domain each is attached to, each domain's mappings,
+ * and the device's limits.  For every request it computes the set of
+ * statuses the spec allows (more than one when a request breaks several
+ * rules at once: the spec does not say which one wins), or that the used
+ * length must be 0.  An answer outside that set fails the run.  A request
+ * that gets OK changes the model; any other answer must leave the device as
+ * it was, which TRANSLATE checks against the model after every batch.
+ *
+ * VHOST_IOMMU_SEED=<n> replays a run, VHOST_IOMMU_RANDOM=<n> sets the number
+ * of requests (default 1000000).
+ */
+struct m_map {
+	uint64_t start, end, phys;
+	uint32_t flags;
+};
+
+struct m_dom {
+	uint32_t id;
+	int bypass;
+	int nr_eps;
+	int nr_maps;
+	struct m_map maps[MAX_MAPPINGS];
+};
+
+struct model {
+	int nr_doms;
+	int nr_maps;
+	struct m_dom doms[MAX_DOMAINS];
+	int ep_present[NR_EPS + 1];
+	int ep_dom[NR_EPS + 1];		/* index in doms[], -1: detached */
+};
+
+static void m_init(struct model *m)
+{
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 1; i <= NR_EPS; i++) {
+		m->ep_present[i] = 1;
+		m->ep_dom[i] = -1;
+	}
+}
+
+static int m_ep_ok(struct model *m, uint32_t ep)
+{
+	return ep >= 1 && ep <= NR_EPS && m->ep_present[ep];
+}
+
+static int m_find(struct model *m, uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < m->nr_doms; i++)
+		if (m->doms[i].id == id)
+			return i;
+	return -1;
+}
+
+static void m_detach(struct model *m, uint32_t ep)
+{
+	int d = m->ep_dom[ep], last = m->nr_doms - 1, i;
+
+	if (d < 0)
+		return;
+	m->ep_dom[ep] = -1;
+	if (--m->doms[d].nr_eps)
+		return;
+	/* The domain goes with its last endpoint */
+	m->nr_maps -= m->doms[d].nr_maps;
+	if (d != last) {
+		m->doms[d] = m->doms[last];
+		for (i = 1; i <= NR_EPS; i++)
+			if (m->ep_dom[i] == last)
+				m->ep_dom[i] = d;
+	}
+	m->nr_doms--;
+}
+
+static void m_reset(struct model *m)
+{
+	int i;
+
+	for (i = 1; i <= NR_EPS; i++)
+		m_detach(m, i);
+}
+
+static int m_overlaps(struct m_dom *d, uint64_t s, uint64_t e)
+{
+	int i;
+
+	for (i = 0; i < d->nr_maps; i++)
+		if (d->maps[i].start <= e && s <= d->maps[i].end)
+			return 1;
+	return 0;
+}
+
+static int m_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
+#define S(x)	(1u << VIRTIO_IOMMU_S_##x)
+
+/*
+ * The statuses allowed for a request, given the model and @errs, the rules
+ * it broke already (the head's reserved bytes); applied to the model on OK.
+ */
+static uint32_t m_attach(struct model *m, const struct virtio_iommu_req_attach *r,
+			 uint32_t errs)
+{
+	int bypass = r->flags & VIRTIO_IOMMU_ATTACH_F_BYPASS;
+	int d;
+
+	if (!m_zero(r->reserved, sizeof(r->reserved)) ||
+	    (r->flags & ~VIRTIO_IOMMU_ATTACH_F_BYPASS))
+		errs |= S(INVAL);
+	if (!m_ep_ok(m, r->endpoint))
+		errs |= S(NOENT);
+	if (r->domain < 1 || r->domain > 1000)
+		errs |= S(RANGE);
+	d = m_find(m, r->domain);
+	if (d >= 0 && m->doms[d].bypass != bypass)
+		errs |= S(INVAL);	/* a domain is bypass or not, for good */
+	if (d < 0 && m->nr_doms >= MAX_DOMAINS)
+		errs |= S(NOMEM);
+	if (errs)
+		return errs;
+	if (d >= 0 && m->ep_dom[r->endpoint] == d)
+		return S(OK);
+	if (d < 0) {
+		d = m->nr_doms++;
+		memset(&m->doms[d], 0, sizeof(m->doms[d]));
+		m->doms[d].id = r->domain;
+		m->doms[d].bypass = bypass;
+	}
+	m->doms[d].nr_eps++;		/* before the detach: it may move @d */
+	m_detach(m, r->endpoint);
+	m->ep_dom[r->endpoint] = m_find(m, r->domain);
+	return S(OK);
+}
+
+static uint32_t m_detach_req(struct model *m,
+			     const struct virtio_iommu_req_detach *r,
+			     uint32_t errs)
+{
+	int d = m_find(m, r->domain);
+
+	if (!m_zero(r->reserved, sizeof(r->reserved)))
+		errs |= S(INVAL);
+	if (!m_ep_ok(m, r->endpoint) || d < 0)
+		errs |= S(NOENT);
+	else if (m->ep_dom[r->endpoint] != d)
+		errs |= S(INVAL);
+	if (errs)
+		return errs;
+	m_detach(m, r->endpoint);
+	return S(OK);
+}
+
+static uint32_t m_map_req(struct model *m, const struct virtio_iommu_req_map *r,
+			  uint32_t errs)
+{
+	uint64_t s = r->virt_start, e = r->virt_end, p = r->phys_start;
+	struct m_dom *dom;
+	int d = m_find(m, r->domain);
+
+	if (r->flags & ~(uint32_t)RW)
+		errs |= S(INVAL);
+	if (e < s)
+		errs |= S(INVAL);
+	if (d < 0)
+		errs |= S(NOENT);
+	else if (m->doms[d].bypass)
+		errs |= S(INVAL);
+	if ((s | p | (e + 1)) & (PG - 1))
+		errs |= S(RANGE);
+	if (e > (1ULL << 48) - 1)		/* input range [0, 2^48) */
+		errs |= S(RANGE);
+	/* phys wraps, or ends past the 52 bits the device holds */
+	if (e >= s && (p + (e - s) < p || (p + (e - s)) >> 52))
+		errs |= S(RANGE);
+	if (d >= 0 && m_overlaps(&m->doms[d], s, e))
+		errs |= S(INVAL);
+	if (m->nr_maps >= MAX_MAPPINGS)
+		errs |= S(NOMEM);
+	if (errs)
+		return errs;
+	dom = &m->doms[d];
+	dom->maps[dom->nr_maps++] = (struct m_map){ s, e, p, r->flags };
+	m->nr_maps++;
+	return S(OK);
+}
+
+static uint32_t m_unmap_req(struct model *m,
+			    const struct virtio_iommu_req_unmap *r,
+			    uint32_t errs)
+{
+	uint64_t s = r->virt_start, e = r->virt_end;
+	struct m_dom *dom;
+	int d = m_find(m, r->domain), i;
+
+	if (!m_zero(r->reserved, sizeof(r->reserved)))
+		errs |= S(INVAL);
+	if (e < s)
+		errs |= S(INVAL);
+	if (d < 0)
+		errs |= S(NOENT);
+	else if (m->doms[d].bypass)
+		errs |= S(INVAL);
+	else if (e >= s)
+		for (i = 0; i < m->doms[d].nr_maps; i++) {
+			struct m_map *x = &m->doms[d].maps[i];
+
+			/* Touched but not inside: it would be split */
+			if (x->start <= e && s <= x->end &&
+			    (x->start < s || x->end > e))
+				errs |= S(RANGE);
+		}
+	if (errs)
+		return errs;
+	dom = &m->doms[d];
+	for (i = 0; i < dom->nr_maps; ) {
+		if (dom->maps[i].start >= s && dom->maps[i].end <= e) {
+			dom->maps[i] = dom->maps[--dom->nr_maps];
+			m->nr_maps--;
+		} else {
+			i++;
+		}
+	}
+	return S(OK);
+}
+
+static uint32_t m_probe_req(struct model *m,
+			    const struct virtio_iommu_req_probe *r,
+			    uint32_t errs)
+{
+	if (!m_zero(r->reserved, sizeof(r->reserved)))
+		errs |= S(INVAL);
+	if (!m_ep_ok(m, r->endpoint))
+		errs |= S(NOENT);
+	return errs ? errs : S(OK);
+}
+
+/* What TRANSLATE must say: 0 and @t filled, or -errno. */
+static int m_translate(struct model *m, uint32_t ep, uint64_t iova,
+		       struct vhost_iommu_translate *t)
+{
+	struct m_dom *d;
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	if (!m_ep_ok(m, ep))
+		return -ENODEV;
+	if (m->ep_dom[ep] < 0)
+		return -ENOENT;		/* the fixture does not bypass */
+	d = &m->doms[m->ep_dom[ep]];
+	if (d->bypass) {
+		t->gpa = iova;
+		t->perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+			  VHOST_IOMMU_PERM_BYPASS;
+		return 0;
+	}
+	for (i = 0; i < d->nr_maps; i++) {
+		struct m_map *x = &d->maps[i];
+
+		if (iova < x->start || iova > x->end)
+			continue;
+		if (!(x->flags & RW))
+			return -ENOENT;
+		t->gpa = x->phys + (iova - x->start);
+		t->size = x->end - iova + 1;
+		t->perm = ((x->flags & VIRTIO_IOMMU_MAP_F_READ) ?
+			   VHOST_IOMMU_PERM_READ : 0) |
+			  ((x->flags & VIRTIO_IOMMU_MAP_F_WRITE) ?
+			   VHOST_IOMMU_PERM_WRITE : 0);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* xorshift64*: small, and the same sequence everywhere for a seed */
+static uint64_t rnd_state;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state >> 12;
+	rnd_state ^= rnd_state << 25;
+	rnd_state ^= rnd_state >> 27;
+	return rnd_state * 0x2545f4914f6cdd1dULL;
+}
+
+static uint32_t rnd_below(uint32_t n)
+{
+	return (rnd() >> 32) % n;
+}
+
+/* true @x times in 1000 */
+static int pm(unsigned int x)
+{
+	return rnd_below(1000) < x;
+}
+
+static uint64_t seed_from_env(void)
+{
+	const char *s = getenv("VHOST_IOMMU_SEED");
+	struct timespec ts;
+
+	if (s && *s)
+		return strtoull(s, NULL, 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec << 32) ^ ts.tv_nsec ^ getpid();
+}
+
+static unsigned long count_from_env(const char *name, unsigned long def)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? strtoul(s, NULL, 0) : def;
+}
+
+/* One request of a batch */
+struct rreq {
+	union {
+		struct virtio_iommu_req_head head;
+		struct virtio_iommu_req_attach attach;
+		struct virtio_iommu_req_detach detach;
+		struct virtio_iommu_req_map map;
+		struct virtio_iommu_req_unmap unmap;
+		struct virtio_iommu_req_probe probe;
+		uint8_t bytes[BREQ_SZ];
+	};
+	uint32_t out_len;	/* device-readable bytes */
+	uint32_t in_len;	/* device-writable bytes */
+	uint32_t tail_off;	/* where the tail goes in them */
+	uint32_t want;		/* statuses allowed; 0: used length 0 */
+};
+
+/* Mostly a domain that exists, so that requests get past NOENT */
+static uint32_t r_domain(struct model *m)
+{
+	static const uint32_t odd[] = { 0, 1000, 1001, 0xffffffff };
+
+	if (m->nr_doms && pm(700))
+		return m->doms[rnd_below(m->nr_doms)].id;
+	if (pm(850))
+		return 1 + rnd_below(MAX_DOMAINS + 4);
+	return pm(500) ? odd[rnd_below(4)] : (uint32_t)rnd();
+}
+
+static uint32_t r_endpoint(void)
+{
+	static const uint32_t odd[] = { 0, NR_EPS + 1, 999, 0xffffffff };
+
+	if (pm(960))
+		return 1 + rnd_below(NR_EPS);
+	return pm(500) ? odd[rnd_below(4)] : (uint32_t)rnd();
+}
+
+/* Mostly a small window, so that mappings meet; sometimes the edges. */
+static uint64_t r_iova(void)
+{
+	if (pm(960))
+		return rnd_below(72) * PG;
+	if (pm(700))
+		return (1ULL << 48) - (1 + rnd_below(8)) * PG;
+	return rnd() & ~(PG - 1);
+}
+
+static uint64_t r_misalign(uint64_t x)
+{
+	return x + 1 + rnd_below(PG - 1);
+}
+
+static void r_reserved(uint8_t *p, size_t n)
+{
+	p[rnd_below(n)] = 1 + rnd_below(255);
+}
+
+/*
+ * Batches now and then lean on one request type, so that the device fills
+ * up to its limits (a burst of ATTACH to new domains, or of MAP).
+ */
+static unsigned int r_burst;
+#define BURST_ATTACH	1
+#define BURST_MAP	2
+
+/* A random request for the model's current state; fills r->want. */
+static void r_make(struct model *m, struct rreq *r)
+{
+	unsigned int t = rnd_below(1000);
+	uint32_t ep, errs = 0;
+
+	if (r_burst == BURST_ATTACH && pm(800))
+		t = 0;
+	else if (r_burst == BURST_MAP && pm(800))
+		t = 400;
+
+	memset(r, 0, sizeof(*r));
+	if (pm(10)) {
+		r_reserved(r->head.reserved, sizeof(r->head.reserved));
+		errs = S(INVAL);
+	}
+	r->in_len = 4;
+	if (t < 180) {
+		struct virtio_iommu_req_attach *a = &r->attach;
+
+		a->head.type = VIRTIO_IOMMU_T_ATTACH;
+		a->domain = r_burst == BURST_ATTACH ?
+			    1 + rnd_below(MAX_DOMAINS + 4) : r_domain(m);
+		a->endpoint = r_endpoint();
+		if (pm(100))
+			a->flags = VIRTIO_IOMMU_ATTACH_F_BYPASS;
+		if (pm(10))
+			a->flags |= 1u << (1 + rnd_below(31));
+		if (pm(10))
+			r_reserved(a->reserved, sizeof(a->reserved));
+		r->out_len = sizeof(*a) - 4;
+		r->want = m_attach(m, a, errs);
+	} else if (t < 280) {
+		struct virtio_iommu_req_detach *d = &r->detach;
+
+		d->head.type = VIRTIO_IOMMU_T_DETACH;
+		ep = r_endpoint();
+		d->endpoint = ep;
+		d->domain = r_domain(m);
+		/* Mostly the domain the endpoint is in, so that it succeeds */
+		if (pm(600) && m_ep_ok(m, ep) && m->ep_dom[ep] >= 0)
+			d->domain = m->doms[m->ep_dom[ep]].id;
+		if (pm(10))
+			r_reserved(d->reserved, sizeof(d->reserved));
+		r->out_len = sizeof(*d) - 4;
+		r->want = m_detach_req(m, d, errs);
+	} else if (t < 650) {
+		struct virtio_iommu_req_map *p = &r->map;
+
+		p->head.type = VIRTIO_IOMMU_T_MAP;
+		p->domain = r_domain(m);
+		p->virt_start = r_iova();
+		p->virt_end = p->virt_start + (1 + rnd_below(8)) * PG - 1;
+		p->phys_start = (uint64_t)rnd_below(1 << 20) * PG;
+		p->flags = rnd_below(4);
+		if (pm(20))
+			p->virt_start = r_misalign(p->virt_start);
+		if (pm(20))
+			p->virt_end = r_misalign(p->virt_end);
+		if (pm(20))
+			p->phys_start = r_misalign(p->phys_start);
+		if (pm(10)) {
+			uint64_t x = p->virt_start;
+
+			p->virt_start = p->virt_end + 1;
+			p->virt_end = x ? x - 1 : 0;
+		}
+		if (pm(20))	/* near the end of 64 or of 52 bits */
+			p->phys_start = (pm(500) ? 0 : 1ULL << 52) -
+					(uint64_t)(1 + rnd_below(4)) * PG;
+		if (pm(5)) {
+			p->virt_start = 0;
+			p->virt_end = ~0ULL;
+		}
+		if (pm(20))
+			p->flags |= 1u << (2 + rnd_below(30));
+		r->out_len = sizeof(*p) - 4;
+		r->want = m_map_req(m, p, errs);
+	} else if (t < 900) {
+		struct virtio_iommu_req_unmap *u = &r->unmap;
+
+		u->head.type = VIRTIO_IOMMU_T_UNMAP;
+		u->domain = r_domain(m);
+		u->virt_start = r_iova();
+		u->virt_end = u->virt_start + (1 + rnd_below(16)) * PG - 1;
+		/* UNMAP has no alignment rule: bytes count */
+		if (pm(30))
+			u->virt_start = r_misalign(u->virt_start);
+		if (pm(30))
+			u->virt_end = r_misalign(u->virt_end);
+		if (pm(10)) {
+			u->virt_start = 0;
+			u->virt_end = ~0ULL;
+		}
+		if (pm(10)) {
+			uint64_t x = u->virt_start;
+
+			u->virt_start = u->virt_end;
+			u->virt_end = x - 1;
+		}
+		if (pm(10))
+			r_reserved(u->reserved, sizeof(u->reserved));
+		r->out_len = sizeof(*u) - 4;
+		r->want = m_unmap_req(m, u, errs);
+	} else if (t < 950) {
+		struct virtio_iommu_req_probe *p = &r->probe;
+
+		p->head.type = VIRTIO_IOMMU_T_PROBE;
+		p->endpoint = r_endpoint();
+		if (pm(20))
+			r_reserved(p->reserved, sizeof(p->reserved));
+		r->out_len = sizeof(*p);
+		r->tail_off = PROBE_SIZE;	/* the tail, past the properties */
+		r->in_len = PROBE_SIZE + 4;
+		r->want = m_probe_req(m, p, errs);
+	} else {
+		/* Framing: an unknown type, or buffers too short */
+		static const uint8_t types[] = {
+			VIRTIO_IOMMU_T_ATTACH, VIRTIO_IOMMU_T_DETACH,
+			VIRTIO_IOMMU_T_MAP, VIRTIO_IOMMU_T_UNMAP,
+		};
+		static const uint8_t sizes[] = { 24, 24, 40, 32 };
+		unsigned int k = rnd_below(4);
+
+		memset(r->head.reserved, 0, sizeof(r->head.reserved));
+		r->head.type = types[k];
+		r->attach.domain = r_domain(m);
+		r->attach.endpoint = r_endpoint();
+		r->out_len = sizes[k] - 4;
+		switch (rnd_below(3)) {
+		case 0:		/* unknown type: the buffer stays unwritten */
+			r->head.type = pm(100) ? 0 : 8 + rnd_below(248);
+			r->want = 0;
+			break;
+		case 1:		/* request cut short */
+			r->out_len = rnd_below(r->out_len);
+			r->want = r->out_len < 4 ? 0 : S(INVAL);
+			break;
+		default:	/* no room for the tail */
+			r->in_len = rnd_below(4);
+			r->want = 0;
+			break;
+		}
+	}
+}
+
+/* Wait until @n more buffers are used, up to about five seconds. */
+static int vq_wait_used(struct vq *vq, unsigned int n)
+{
+	struct pollfd pfd = { .fd = vq->call, .events = POLLIN };
+	uint64_t val;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		uint16_t idx = __atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE);
+
+		if ((uint16_t)(idx - vq->used_idx) >= n)
+			return 0;
+		if (poll(&pfd, 1, 10) > 0 && read(vq->call, &val, sizeof(val)) < 0)
+			return -1;
+	}
+	return -1;
+}
+
+/* Publish @n heads (avail ring already filled from avail_idx on) and kick. */
+static int vq_kick_n(struct vq *vq, unsigned int n)
+{
+	uint64_t one = 1;
+
+	/* used_event: one call for the whole batch */
+	vq->avail->ring[vq->num] = vq->used_idx + n - 1;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	vq->avail_idx += n;
+	__atomic_store_n(&vq->avail->idx, vq->avail_idx, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return write(vq->kick, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+}
+
+static uint8_t *breq(void *mem, unsigned int i)
+{
+	return gpa_ptr(mem, GPA_BASE + OFF_BREQ + i * BREQ_SZ);
+}
+
+static uint8_t *bresp(void *mem, unsigned int i)
+{
+	return gpa_ptr(mem, GPA_BASE + OFF_BRESP + i * BRESP_SZ);
+}
+
+/* Queue @n requests as chains 2i -> 2i + 1, kick once. */
+static int batch_push(void *mem, struct vq *vq, const struct rreq *r,
+		      unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(breq(mem, i), r[i].bytes, sizeof(r[i].bytes));
+		memset(bresp(mem, i), 0xff, BRESP_SZ);
+		vq->desc[2 * i] = (struct vring_desc){
+			GPA_BASE + OFF_BREQ + i * BREQ_SZ, r[i].out_len,
+			VRING_DESC_F_NEXT, 2 * i + 1 };
+		vq->desc[2 * i + 1] = (struct vring_desc){
+			GPA_BASE + OFF_BRESP + i * BRESP_SZ, r[i].in_len,
+			VRING_DESC_F_WRITE, 0 };
+		vq->avail->ring[(uint16_t)(vq->avail_idx + i) % vq->num] = 2 * i;
+	}
+	return vq_kick_n(vq, n);
+}
+
+/* The properties PROBE must return for endpoint @ep */
+static void want_props(uint32_t ep, uint8_t *props)
+{
+	struct virtio_iommu_probe_resv_mem *p = (void *)props;
+
+	memset(props, 0, PROBE_SIZE);
+	if (ep != 1)
+		return;
+	p->head.type = VIRTIO_IOMMU_PROBE_T_RESV_MEM;
+	p->head.length = sizeof(*p) - sizeof(p->head);
+	p->subtype = VIRTIO_IOMMU_RESV_MEM_T_MSI;
+	p->start = msi_region.start;
+	p->end = msi_region.end;
+}
+
+/*
+ * Check the answer to r[i] in used element @e: "" if it is one the model
+ * allows, else what is wrong.
+ */
+static const char *check_answer(void *mem, const struct rreq *r, unsigned int i,
+				const struct vring_used_elem *e, int *status)
+{
+	const uint8_t *resp = bresp(mem, i);
+	uint8_t props[PROBE_SIZE];
+	uint32_t k;
+
+	*status = -1;
+	if (!r->want) {
+		if (e->len)
+			return "used length not 0";
+		for (k = 0; k < r->in_len; k++)
+			if (resp[k] != 0xff)
+				return "written although used length 0";
+		return "";
+	}
+	if (e->len != r->tail_off + 4)
+		return "used length not the request's";
+	*status = resp[r->tail_off];
+	if (resp[r->tail_off + 1] || resp[r->tail_off + 2] ||
+	    resp[r->tail_off + 3])
+		return "tail reserved bytes not 0";
+	if (*status > VIRTIO_IOMMU_S_NOMEM)
+		return "not a status";
+	if (!(r->want & (1u << *status)))
+		return "a status the model does not allow";
+	if (r->head.type == VIRTIO_IOMMU_T_PROBE && *status == 0) {
+		want_props(r->probe.endpoint, props);
+		if (memcmp(props, resp, PROBE_SIZE))
+			return "PROBE properties differ";
+	}
+	return "";
+}
+
+static void log_req(struct __test_metadata *_metadata, const struct rreq *r)
+{
+	const uint32_t *w = (const void *)r->bytes;
+
+	TH_LOG("request type %u out %u in %u, allowed statuses 0x%x",
+	       r->head.type, r->out_len, r->in_len, r->want);
+	TH_LOG("request words %08x %08x %08x %08x %08x %08x %08x %08x %08x",
+	       w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
+}
+
+/* TRANSLATE for @ep at @iova agrees with the model */
+static int xlate_agrees(struct _test_data_viommu *self, struct model *m,
+			uint32_t ep, uint64_t iova)
+{
+	struct vhost_iommu_translate want, got;
+	int w = m_translate(m, ep, iova, &want);
+	int g = xlate(self, ep, iova, &got);
+
+	if (w != g)
+		return 0;
+	return w || (want.gpa == got.gpa && want.size == got.size &&
+		     want.perm == got.perm);
+}
+
+/* Every mapping's ends, middle and borders, and IOVAs nobody mapped */
+static int model_agrees(struct _test_data_viommu *self, struct model *m,
+			uint32_t *bad_ep, uint64_t *bad_iova)
+{
+	uint32_t ep;
+	int i, j;
+
+	for (ep = 0; ep <= NR_EPS + 1; ep++) {
+		struct m_dom *d = m_ep_ok(m, ep) && m->ep_dom[ep] >= 0 ?
+				  &m->doms[m->ep_dom[ep]] : NULL;
+		uint64_t at[5] = { 0, 71 * PG, 1ULL << 47, ~0ULL, 73 * PG };
+
+		for (i = -1; i < (d ? d->nr_maps : 0); i++) {
+			if (i >= 0) {
+				struct m_map *x = &d->maps[i];
+
+				at[0] = x->start;
+				at[1] = x->end;
+				at[2] = x->start + (x->end - x->start) / 2;
+				at[3] = x->end + 1;
+				at[4] = x->start - 1;
+			}
+			for (j = 0; j < 5; j++) {
+				if (!xlate_agrees(self, m, ep, at[j])) {
+					*bad_ep = ep;
+					*bad_iova = at[j];
+					return 0;
+				}
+			}
+		}
+	}
+	return 1;
+}
+
+static const char *const status_name[] = {
+	"OK", "IOERR", "UNSUPP", "DEVERR", "INVAL", "RANGE", "NOENT", "FAULT",
+	"NOMEM", "used-length-0",
+};
+
+/* The VMM's part between batches: hotplug, and now and then a reset. */
+static void vmm_acts(struct __test_metadata *_metadata,
+		     struct _test_data_viommu *self, struct model *m)
+{
+	uint32_t ep = 1 + rnd_below(NR_EPS), zero = 0, one = 1;
+	int ret;
+
+	if (pm(3)) {
+		ret = ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &ep);
+		if (m->ep_present[ep]) {
+			ASSERT_EQ(0, ret);
+			m_detach(m, ep);
+			m->ep_present[ep] = 0;
+		} else {
+			ASSERT_EQ(-1, ret);
+			ASSERT_EQ(ENOENT, errno);
+		}
+	}
+	if (pm(3)) {
+		for (ep = 1; ep <= NR_EPS; ep++) {
+			if (m->ep_present[ep])
+				continue;
+			ASSERT_EQ(0, add_ep(self->fd, ep,
+					    ep == 1 ? &msi_region : NULL,
+					    ep == 1));
+			m->ep_present[ep] = 1;
+			m->ep_dom[ep] = -1;
+		}
+	}
+	if (pm(1)) {
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+		m_reset(m);
+	}
+}
+
+/*
+ * @total random requests from @seed, in batches of 1 to QSZ / 2, every answer
+ * and the device's state checked against the model; counts the answers in
+ * @seen (statuses, then used length 0).
+ */
+static void random_run(struct __test_metadata *_metadata,
+		       struct _test_data_viommu *self, unsigned long total,
+		       uint64_t seed, unsigned long seen[10])
+{
+	unsigned long done = 0, batches = 0;
+	struct rreq r[QSZ / 2];
+	struct vq *vq = &self->rq;
+	uint64_t bad_iova;
+	struct model m;
+	uint32_t bad_ep;
+	unsigned int i, n;
+	int k;
+
+	rnd_state = seed ? seed : 1;
+	m_init(&m);
+	while (done < total) {
+		vmm_acts(_metadata, self, &m);
+		r_burst = pm(900) ? 0 : 1 + rnd_below(2);
+		n = 1 + rnd_below(QSZ / 2);
+		if (n > total - done)
+			n = total - done;
+		for (i = 0; i < n; i++)
+			r_make(&m, &r[i]);
+		ASSERT_EQ(0, batch_push(self->mem, vq, r, n));
+		if (vq_wait_used(vq, n)) {
+			TH_LOG("no answer to a batch of %u after %lu requests",
+			       n, done);
+			ASSERT_TRUE(0);
+		}
+		for (i = 0; i < n; i++) {
+			struct vring_used_elem e =
+				vq->used->ring[vq->used_idx++ % vq->num];
+			const char *why = "answers out of order";
+			int status = -1;
+
+			if (e.id == 2 * i)
+				why = check_answer(self->mem, &r[i], i, &e,
+						   &status);
+			if (*why) {
+				TH_LOG("request %lu: %s (used id %u len %u, status %d)",
+				       done + i, why, e.id, e.len, status);
+				log_req(_metadata, &r[i]);
+				ASSERT_TRUE(0);
+			}
+			seen[status < 0 ? 9 : status]++;
+		}
+		done += n;
+		batches++;
+		/* Two random points, and everything now and then */
+		for (k = 0; k < 2; k++) {
+			uint32_t ep = rnd_below(NR_EPS + 2);
+			uint64_t iova = r_iova() + rnd_below(PG);
+
+			if (!xlate_agrees(self, &m, ep, iova)) {
+				TH_LOG("after %lu: EP %u IOVA 0x%llx: TRANSLATE is not the model's",
+				       done, ep, (unsigned long long)iova);
+				ASSERT_TRUE(0);
+			}
+		}
+		if (!(batches % 1024) || done == total) {
+			if (!model_agrees(self, &m, &bad_ep, &bad_iova)) {
+				TH_LOG("after %lu: EP %u IOVA 0x%llx: TRANSLATE is not the model's",
+				       done, bad_ep,
+				       (unsigned long long)bad_iova);
+				ASSERT_TRUE(0);
+			}
+		}
+	}
+}
+
+TEST_F_TIMEOUT(viommu, random_against_model, 3600)
+{
+	unsigned long total = count_from_env("VHOST_IOMMU_RANDOM", 1000000);
+	uint64_t seed = seed_from_env();
+	unsigned long seen[10] = { 0 };
+	struct timespec t0, t1;
+	int k;
+
+	TH_LOG("random: seed 0x%llx, %lu requests",
+	       (unsigned long long)seed, total);
+	TH_LOG("random: VHOST_IOMMU_SEED=0x%llx VHOST_IOMMU_RANDOM=%lu replays it",
+	       (unsigned long long)seed, total);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	random_run(_metadata, self, total, seed, seen);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	TH_LOG("random: %lu requests checked in %.1f s", total,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	for (k = 0; k < 10; k++)
+		TH_LOG("random: %-14s %lu", status_name[k], seen[k]);
+	/* The run reached every answer it is meant to exercise */
+	if (total >= 100000) {
+		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_OK]);
+		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_INVAL]);
+		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_RANGE]);
+		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_NOENT]);
+		EXPECT_LT(0, seen[VIRTIO_IOMMU_S_NOMEM]);
+		EXPECT_LT(0, seen[9]);
+	}
+}
+
+/*
+ * A guest rewriting its requests while the device reads them: a second
+ * thread flips bytes of the requests, and the lengths and some flags of
+ * their descriptors, as fast as it can while batches of random requests go
+ * through.  The device copies a request once before looking at it, so every
+ * answer must still be a well-formed one (a status it defines, or used
+ * length 0), every batch must come back, and afterwards the device must
+ * answer exactly as the model says.
+ */
+struct flipper {
+	void *mem;
+	struct vq *vq;
+	int stop;		/* __atomic */
+	unsigned long flips;
+};
+
+static void *flip_loop(void *arg)
+{
+	struct flipper *f = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
+		unsigned int i;
+
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		i = (x >> 40) % (QSZ / 2);
+		if ((x & 0xf) == 0) {
+			/*
+			 * A descriptor's length; or a request's NEXT or WRITE
+			 * flag, cutting the chain short.  An answer's chain
+			 * stays one descriptor, so its tail is where the used
+			 * length says.
+			 */
+			unsigned int k = (x >> 20) % QSZ;
+			struct vring_desc *d = &f->vq->desc[k];
+
+			if ((k & 1) || (x & 0x10))
+				d->len ^= 1u << ((x >> 8) % 12);
+			else
+				d->flags ^= (x & 0x20) ? VRING_DESC_F_NEXT :
+							 VRING_DESC_F_WRITE;
+		} else {
+			/* A byte of a request, mostly in its first 40 */
+			breq(f->mem, i)[(x >> 16) % ((x & 0x100) ? 72 : 40)] ^=
+				(uint8_t)(x >> 32) | 1;
+		}
+		f->flips++;
+		/* A pause now and then, so that some requests get through */
+		if (!(x & 0x3000))
+			for (i = (x >> 48) & 0x3fff; i; i--)
+				__asm__ volatile("" ::: "memory");
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(viommu, guest_rewrites_requests, 600)
+{
+	unsigned long total = count_from_env("VHOST_IOMMU_REWRITE", 100000);
+	unsigned long done = 0, used0 = 0, seen[VIRTIO_IOMMU_S_NOMEM + 1] = { 0 };
+	unsigned long after[10] = { 0 };
+	struct flipper f = { .mem = self->mem, .vq = &self->rq };
+	struct vhost_iommu_config c = self->cfg;
+	struct virtio_iommu_req_probe probe_req = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 1,
+	};
+	uint8_t props[PROBE_SIZE];
+	struct rreq r[QSZ / 2];
+	struct vq *vq = &self->rq;
+	struct model m;
+	struct answer a;
+	pthread_t thread;
+	unsigned int i, n;
+
+	/* Flipped MAPs may span terabytes: keep the tables they cost small */
+	c.max_table_pages = 256;
+	reconfigure(_metadata, self, &c);
+	rnd_state = seed_from_env() | 1;
+	m_init(&m);
+	ASSERT_EQ(0, pthread_create(&thread, NULL, flip_loop, &f));
+	while (done < total) {
+		n = 1 + rnd_below(QSZ / 2);
+		/* The model goes wrong at once; only the requests matter */
+		for (i = 0; i < n; i++)
+			r_make(&m, &r[i]);
+		ASSERT_EQ(0, batch_push(self->mem, vq, r, n));
+		if (vq_wait_used(vq, n)) {
+			__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
+			pthread_join(thread, NULL);
+			TH_LOG("a batch of %u never came back after %lu requests",
+			       n, done);
+			ASSERT_TRUE(0);
+		}
+		for (i = 0; i < n; i++) {
+			struct vring_used_elem e =
+				vq->used->ring[vq->used_idx++ % vq->num];
+			const uint8_t *resp;
+
+			/* Heads come from the avail ring, which stays intact */
+			ASSERT_EQ(2 * i, e.id);
+			if (!e.len) {
+				used0++;
+				continue;
+			}
+			/* The answer of a request of one of the known sizes */
+			if (e.len != 4 && e.len != PROBE_SIZE + 4) {
+				TH_LOG("used length %u", e.len);
+				ASSERT_TRUE(0);
+			}
+			resp = bresp(self->mem, i) + e.len - 4;
+			ASSERT_GE(VIRTIO_IOMMU_S_NOMEM, resp[0]);
+			ASSERT_EQ(0, resp[1] | resp[2] | resp[3]);
+			seen[resp[0]]++;
+		}
+		done += n;
+	}
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	TH_LOG("rewrite: %lu requests, %lu flips", done, f.flips);
+	TH_LOG("rewrite: OK %lu INVAL %lu RANGE %lu NOENT %lu NOMEM %lu used-length-0 %lu",
+	       seen[0], seen[VIRTIO_IOMMU_S_INVAL], seen[VIRTIO_IOMMU_S_RANGE],
+	       seen[VIRTIO_IOMMU_S_NOENT], seen[VIRTIO_IOMMU_S_NOMEM], used0);
+	/* The flips reached the device: not everything got through intact */
+	EXPECT_LT(0, f.flips);
+	EXPECT_LT(0, used0);
+
+	/* Healthy: the queue answers as before, whatever state it is in... */
+	memset(vq->desc, 0, QSZ * sizeof(*vq->desc));
+	a = do_req(self->mem, vq, &probe_req, sizeof(probe_req),
+		   PROBE_SIZE + 4, PROBE_SIZE);
+	ASSERT_TRUE(a.done);
+	ASSERT_EQ(PROBE_SIZE + 4, a.len);
+	ASSERT_EQ(OK, a.status);
+	want_props(1, props);
+	ASSERT_EQ(0, memcmp(props, gpa_ptr(self->mem, GPA_BASE + OFF_RESP),
+			    PROBE_SIZE));
+	/* ...and after a reset exactly as the model says */
+	reconfigure(_metadata, self, &self->cfg);
+	random_run(_metadata, self, 20000, seed_from_env(), after);
+	EXPECT_LT(0, after[VIRTIO_IOMMU_S_OK]);
+}
+
+/*
+ * Fault injection: every allocation on the ioctl and the request paths
+ * fails once in turn, through fail-nth (Documentation/fault-injection/),
+ * as iommufd_fail_nth does.  The ioctls run in this thread; requests run in
+ * the device's vhost worker, a thread of this process, whose own fail-nth
+ * file arms it.  Every failure must come back as ENOMEM or NOMEM and change
+ * nothing, with no WARN or leak (the debug kernel's KASAN and kmemleak
+ * watch), and the queue must keep answering.
+ *
+ * Needs CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
+ * CONFIG_FAULT_INJECTION_DEBUG_FS; skipped without them unless
+ * VHOST_IOMMU_NEED_FAIL_NTH=1 (the debug scenario) says they must be there.
+ */
+#define FAIL_NTH_MAX	400
+
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* Let every allocation fail, quietly: 0, or -1 without fault injection. */
+static int fail_nth_setup(struct __test_metadata *_metadata)
+{
+	static const char *const quiet[] = {
+		"/sys/kernel/debug/failslab/verbose",
+		"/sys/kernel/debug/fail_page_alloc/verbose",
+	};
+	const char *need = getenv("VHOST_IOMMU_NEED_FAIL_NTH");
+	unsigned int i;
+
+	if (access("/proc/self/fail-nth", F_OK) ||
+	    write_file("/sys/kernel/debug/failslab/ignore-gfp-wait", "N") ||
+	    write_file("/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N") ||
+	    write_file("/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N") ||
+	    /* page tables are single pages: order 0 as well */
+	    write_file("/sys/kernel/debug/fail_page_alloc/min-order", "0")) {
+		if (need && *need == '1') {
+			TH_LOG("no fail-nth or no failslab/fail_page_alloc in debugfs");
+			return -2;
+		}
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(quiet); i++)
+		write_file(quiet[i], "0");
+	return 0;
+}
+
+static int open_fail_nth(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/fail-nth", tid);
+	return open(path, O_RDWR);
+}
+
+/* Arm @fd to fail the @n-th fault site from now on; 0 disarms. */
+static void fail_nth_set(struct __test_metadata *_metadata, int fd,
+			 unsigned int n)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", n);
+	ASSERT_EQ((ssize_t)strlen(buf), pwrite(fd, buf, strlen(buf), 0));
+}
+
+/* Whether the armed failure happened (the count reached 0); disarms. */
+static int fail_nth_hit(struct __test_metadata *_metadata, int fd)
+{
+	char buf[16] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	ASSERT_LT(0, n);
+	fail_nth_set(_metadata, fd, 0);
+	return atoi(buf) == 0;
+}
+
+/* The thread id of the vhost worker of the device this process owns */
+static pid_t vhost_worker_tid(void)
+{
+	char path[300], comm[32], want[32];
+	struct dirent *de;
+	pid_t tid = -1;
+	DIR *d;
+	int fd;
+
+	snprintf(want, sizeof(want), "vhost-%d\n", getpid());
+	d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		comm[n > 0 ? n : 0] = 0;
+		if (!strcmp(comm, want))
+			tid = atoi(de->d_name);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* Record @name as the step reached; -errno if @ret says it failed */
+static int step_ret(const char **step, const char *name, int ret)
+{
+	*step = name;
+	return ret < 0 ? -errno : 0;
+}
+
+/*
+ * The ioctl path: a VMM's whole setup, then some use and teardown, with
+ * the n-th allocation of this thread failing, for n = 1, 2, ... until the
+ * sequence runs through without reaching the n-th.
+ */
+static int setup_sequence(struct __test_metadata *_metadata, void *mem,
+			  int *fdp, struct vq *rq, struct vq *eq,
+			  const char **step)
+{
+	struct vhost_memory_region *r;
+	struct vhost_iommu_translate t = { .endpoint = 2, .iova = 0 };
+	struct vhost_iommu_config c;
+	struct vhost_memory *m;
+	uint32_t id = 3, one = 1, zero = 0;
+	uint64_t features;
+	int fd, ret;
+
+	fd = open("/dev/vhost-iommu", O_RDWR);
+	*fdp = fd;
+	ret = step_ret(step, "open", fd);
+	if (!ret)
+		ret = step_ret(step, "VHOST_SET_OWNER",
+			       ioctl(fd, VHOST_SET_OWNER));
+	if (!ret)
+		ret = step_ret(step, "VHOST_GET_FEATURES",
+			       ioctl(fd, VHOST_GET_FEATURES, &features));
+	if (!ret)
+		ret = step_ret(step, "VHOST_SET_FEATURES",
+			       ioctl(fd, VHOST_SET_FEATURES, &features));
+	if (ret)
+		return ret;
+	*step = "calloc";
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	if (!m)
+		return -ENOMEM;
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)mem;
+	ret = step_ret(step, "VHOST_SET_MEM_TABLE",
+		       ioctl(fd, VHOST_SET_MEM_TABLE, m));
+	free(m);
+	if (!ret)
+		ret = step_ret(step, "request queue",
+			       vq_setup(fd, mem, 0, rq, QSZ));
+	if (!ret)
+		ret = step_ret(step, "event queue",
+			       vq_setup(fd, mem, 1, eq, QSZ));
+	default_cfg(&c);
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_CONFIG",
+			       ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 1",
+			       add_ep(fd, 1, &msi_region, 1));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 2",
+			       add_ep(fd, 2, NULL, 0));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_ADD_ENDPOINT 3",
+			       add_ep(fd, 3, NULL, 0));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 1",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	if (ret)
+		return ret;
+	*step = "VHOST_IOMMU_TRANSLATE";
+	ret = ioctl(fd, VHOST_IOMMU_TRANSLATE, &t);
+	if (ret != -1 || errno != ENOENT)
+		return -EPROTO;		/* not attached: must say ENOENT */
+	ret = step_ret(step, "VHOST_IOMMU_DEL_ENDPOINT",
+		       ioctl(fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 0",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	if (!ret)
+		ret = step_ret(step, "VHOST_IOMMU_SET_RUNNING 1 again",
+			       ioctl(fd, VHOST_IOMMU_SET_RUNNING, &one));
+	return ret;
+}
+
+static void close_all(int *fd, struct vq *rq, struct vq *eq)
+{
+	struct vq *q[] = { rq, eq };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (q[i]->kick > 0)
+			close(q[i]->kick);
+		if (q[i]->call > 0)
+			close(q[i]->call);
+		memset(q[i], 0, sizeof(*q[i]));
+	}
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* For tests that make their own devices but need a longer timeout */
+FIXTURE(own) {
+	int unused;
+};
+
+FIXTURE_SETUP(own)
+{
+}
+
+FIXTURE_TEARDOWN(own)
+{
+}
+
+TEST_F_TIMEOUT(own, fail_nth_ioctls, 600)
+{
+	unsigned int n, failed = 0;
+	struct vq rq = { 0 }, eq = { 0 };
+	const char *step = "";
+	void *mem;
+	int nth, fd = -1, ret, hit;
+
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);	/* required, and missing */
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
+	/*
+	 * Every page this process touches must be there before a failure is
+	 * armed: a page fault inside copy_from_user() that fails to allocate
+	 * a page table gives EFAULT, not ENOMEM, and would be the harness's.
+	 */
+	ASSERT_EQ(0, mlockall(MCL_CURRENT | MCL_FUTURE));
+	mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	nth = open_fail_nth(syscall(SYS_gettid));
+	ASSERT_LE(0, nth);
+	for (n = 1; n < FAIL_NTH_MAX; n++) {
+		fail_nth_set(_metadata, nth, n);
+		ret = setup_sequence(_metadata, mem, &fd, &rq, &eq, &step);
+		hit = fail_nth_hit(_metadata, nth);
+		close_all(&fd, &rq, &eq);
+		if (ret) {
+			/* Only a failed allocation may make a step fail */
+			if (ret != -ENOMEM || !hit)
+				TH_LOG("fail-nth %u: %s: %s", n, step,
+				       strerror(-ret));
+			ASSERT_EQ(-ENOMEM, ret);
+			ASSERT_TRUE(hit);
+			failed++;
+		} else if (!hit) {
+			break;		/* ran through: every site was tried */
+		}
+	}
+	TH_LOG("fail-nth ioctls: %u fault sites, %u made a call fail",
+	       n - 1, failed);
+	ASSERT_GT(FAIL_NTH_MAX, n);
+	EXPECT_LT(0, failed);
+	/* After all that, a device sets up and serves */
+	ASSERT_EQ(0, setup_sequence(_metadata, mem, &fd, &rq, &eq, &step));
+	close_all(&fd, &rq, &eq);
+	munmap(mem, MEM_SIZE);
+}
+
+/* One request with its own expectation, for the request-path sweep */
+struct fstep {
+	const char *name;
+	uint8_t type;
+	uint32_t a, b, flags;		/* domain/endpoint, or domain/flags */
+	uint64_t start, end, phys;
+	int allocates;			/* an allocation can fail it */
+};
+
+static void fstep_req(const struct fstep *s, struct rreq *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->head.type = s->type;
+	r->in_len = 4;
+	switch (s->type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		r->attach.domain = s->a;
+		r->attach.endpoint = s->b;
+		r->attach.flags = s->flags;
+		r->out_len = sizeof(r->attach) - 4;
+		break;
+	case VIRTIO_IOMMU_T_DETACH:
+		r->detach.domain = s->a;
+		r->detach.endpoint = s->b;
+		r->out_len = sizeof(r->detach) - 4;
+		break;
+	case VIRTIO_IOMMU_T_MAP:
+		r->map.domain = s->a;
+		r->map.virt_start = s->start;
+		r->map.virt_end = s->end;
+		r->map.phys_start = s->phys;
+		r->map.flags = s->flags;
+		r->out_len = sizeof(r->map) - 4;
+		break;
+	case VIRTIO_IOMMU_T_UNMAP:
+		r->unmap.domain = s->a;
+		r->unmap.virt_start = s->start;
+		r->unmap.virt_end = s->end;
+		r->out_len = sizeof(r->unmap) - 4;
+		break;
+	default:
+		r->probe.endpoint = s->b;
+		r->out_len = sizeof(r->probe);
+		r->tail_off = PROBE_SIZE;
+		r->in_len = PROBE_SIZE + 4;
+		break;
+	}
+}
+
+/* The model's answer for @r, applied to @m */
+static uint32_t fstep_want(struct model *m, struct rreq *r)
+{
+	switch (r->head.type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		return m_attach(m, &r->attach, 0);
+	case VIRTIO_IOMMU_T_DETACH:
+		return m_detach_req(m, &r->detach, 0);
+	case VIRTIO_IOMMU_T_MAP:
+		return m_map_req(m, &r->map, 0);
+	case VIRTIO_IOMMU_T_UNMAP:
+		return m_unmap_req(m, &r->unmap, 0);
+	default:
+		return m_probe_req(m, &r->probe, 0);
+	}
+}
+
+static const struct fstep fsteps[] = {
+	{ "ATTACH a new domain", VIRTIO_IOMMU_T_ATTACH, 1, 1, 0, .allocates = 1 },
+	{ "ATTACH a second endpoint", VIRTIO_IOMMU_T_ATTACH, 1, 2, 0 },
+	{ "MAP 4 KiB", VIRTIO_IOMMU_T_MAP, 1, 0, RW, 0x1000, 0x1fff,
+	  0x200000, 1 },
+	{ "MAP 2 MiB + 8 KiB across tables", VIRTIO_IOMMU_T_MAP, 1, 0, RW,
+	  0x40000000 - 0x2000, 0x40200000 - 1, 0x400000, 1 },
+	{ "MAP far up: the table grows", VIRTIO_IOMMU_T_MAP, 1, 0,
+	  VIRTIO_IOMMU_MAP_F_READ, 1ULL << 46, (1ULL << 46) + 0xffff,
+	  0x10000, 1 },
+	{ "MAP without access", VIRTIO_IOMMU_T_MAP, 1, 0, 0, 0x8000, 0x8fff,
+	  0, 1 },
+	{ "PROBE", VIRTIO_IOMMU_T_PROBE, 0, 1, .allocates = 1 },
+	{ "UNMAP one", VIRTIO_IOMMU_T_UNMAP, 1, 0, 0, 0x1000, 0x1fff },
+	{ "ATTACH a bypass domain", VIRTIO_IOMMU_T_ATTACH, 2, 3,
+	  VIRTIO_IOMMU_ATTACH_F_BYPASS, .allocates = 1 },
+	{ "re-ATTACH to a new domain", VIRTIO_IOMMU_T_ATTACH, 3, 2, 0,
+	  .allocates = 1 },
+	{ "UNMAP everything", VIRTIO_IOMMU_T_UNMAP, 1, 0, 0, 0, ~0ULL },
+	{ "DETACH the last endpoint", VIRTIO_IOMMU_T_DETACH, 1, 1 },
+};
+
+/* Send @r alone; its answer must be allowed by @want. */
+static void fstep_send(struct __test_metadata *_metadata,
+		       struct _test_data_viommu *self, struct rreq *r,
+		       uint32_t want, int *status, const char *what)
+{
+	struct vq *vq = &self->rq;
+	struct vring_used_elem e;
+	const char *why;
+
+	r->want = want;
+	ASSERT_EQ(0, batch_push(self->mem, vq, r, 1));
+	if (vq_wait_used(vq, 1)) {
+		TH_LOG("%s: no answer: the queue is stuck", what);
+		ASSERT_TRUE(0);
+	}
+	e = vq->used->ring[vq->used_idx++ % vq->num];
+	ASSERT_EQ(0, e.id);
+	why = check_answer(self->mem, r, 0, &e, status);
+	if (*why) {
+		TH_LOG("%s: %s (status %d)", what, why, *status);
+		ASSERT_TRUE(0);
+	}
+}
+
+TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
+{
+	unsigned int s, k, n, nomem, sites, total_nomem = 0;
+	uint32_t zero = 0, one = 1, bad_ep;
+	uint64_t bad_iova;
+	struct model m;
+	struct rreq r;
+	int nth, status, ret;
+	pid_t worker;
+
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);	/* required, and missing */
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
+	worker = vhost_worker_tid();
+	ASSERT_LT(0, worker);
+	nth = open_fail_nth(worker);
+	ASSERT_LE(0, nth);
+	for (s = 0; s < ARRAY_SIZE(fsteps); s++) {
+		nomem = 0;
+		for (n = 1; n < FAIL_NTH_MAX; n++) {
+			struct model before;
+			uint32_t want;
+			int hit;
+
+			/* From a reset device, the steps before this one */
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &one));
+			m_init(&m);
+			for (k = 0; k < s; k++) {
+				fstep_req(&fsteps[k], &r);
+				fstep_send(_metadata, self, &r,
+					   fstep_want(&m, &r), &status,
+					   fsteps[k].name);
+				ASSERT_EQ(OK, status);
+			}
+			/* This one with the n-th allocation failing */
+			fstep_req(&fsteps[s], &r);
+			before = m;
+			want = fstep_want(&m, &r);
+			ASSERT_EQ(S(OK), want);
+			fail_nth_set(_metadata, nth, n);
+			fstep_send(_metadata, self, &r, want | S(NOMEM),
+				   &status, fsteps[s].name);
+			hit = fail_nth_hit(_metadata, nth);
+			if (status == VIRTIO_IOMMU_S_NOMEM) {
+				/* Only a failed allocation gives NOMEM */
+				ASSERT_TRUE(hit);
+				m = before;
+				nomem++;
+			}
+			/* Whatever the answer, the state is what it says */
+			if (!model_agrees(self, &m, &bad_ep, &bad_iova)) {
+				TH_LOG("%s, fail-nth %u: EP %u IOVA 0x%llx: not the model's",
+				       fsteps[s].name, n, bad_ep,
+				       (unsigned long long)bad_iova);
+				ASSERT_TRUE(0);
+			}
+			/* And the queue still serves: PROBE, then the step */
+			fstep_req(&fsteps[6], &r);
+			fstep_send(_metadata, self, &r, S(OK), &status,
+				   "PROBE after");
+			fstep_req(&fsteps[s], &r);
+			fstep_send(_metadata, self, &r, fstep_want(&m, &r),
+				   &status, "the step again");
+			if (!hit)
+				break;	/* the request ran out of sites */
+		}
+		sites = n - 1;
+		TH_LOG("fail-nth %-32s %3u fault sites, %3u answered NOMEM",
+		       fsteps[s].name, sites, nomem);
+		ASSERT_GT(FAIL_NTH_MAX, n);
+		if (fsteps[s].allocates)
+			EXPECT_LT(0, nomem);
+		total_nomem += nomem;
+	}
+	EXPECT_LT(0, total_nomem);
+	close(nth);
+}
+
+/* Faults: TRANSLATE with _FAULT puts records on the event queue */
+#define OFF_EVT		0xc0000UL	/* event buffers, 32 bytes each */
+
+/* Make @n event buffers of @len bytes available, from slot @first on. */
+static void evt_post(struct vq *eq, void *mem, unsigned int first,
+		     unsigned int n, uint32_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		unsigned int d = (first + i) % eq->num;
+
+		memset(gpa_ptr(mem, GPA_BASE + OFF_EVT + d * 32), 0xff, 32);
+		eq->desc[d] = (struct vring_desc){
+			GPA_BASE + OFF_EVT + d * 32, len, VRING_DESC_F_WRITE, 0 };
+		eq->avail->ring[(uint16_t)(eq->avail_idx + i) % eq->num] = d;
+	}
+	vq_kick_n(eq, n);
+}
+
+/* The next used event buffer: its record, or -1 if none came within ~5 s */
+static int evt_next(struct vq *eq, void *mem, struct virtio_iommu_fault *f,
+		    uint32_t *len)
+{
+	struct vring_used_elem e;
+
+	if (vq_wait_used(eq, 1))
+		return -1;
+	e = eq->used->ring[eq->used_idx++ % eq->num];
+	*len = e.len;
+	memcpy(f, gpa_ptr(mem, GPA_BASE + OFF_EVT + e.id * 32), sizeof(*f));
+	return 0;
+}
+
+/* No event buffer comes back for a while */
+static int evt_none(struct vq *eq)
+{
+	usleep(50000);
+	return __atomic_load_n(&eq->used->idx, __ATOMIC_ACQUIRE) == eq->used_idx;
+}
+
+static int xlate_f(struct _test_data_viommu *self, uint32_t ep, uint64_t iova,
+		   uint32_t flags)
+{
+	struct vhost_iommu_translate t = {
+		.endpoint = ep, .iova = iova, .flags = flags,
+	};
+
+	return ioctl(self->fd, VHOST_IOMMU_TRANSLATE, &t) ? -errno : 0;
+}
+
+#define TF_R	VHOST_IOMMU_TRANSLATE_F_READ
+#define TF_W	VHOST_IOMMU_TRANSLATE_F_WRITE
+#define TF_F	VHOST_IOMMU_TRANSLATE_F_FAULT
+#define FF_A	VIRTIO_IOMMU_FAULT_F_ADDRESS
+
+#define EXPECT_FAULT(_reason, _flags, _ep, _addr)			\
+	do {								\
+		struct virtio_iommu_fault _f;				\
+		uint32_t _len;						\
+									\
+		ASSERT_EQ(0, evt_next(&self->eq, self->mem, &_f, &_len)); \
+		EXPECT_EQ(sizeof(_f), _len);				\
+		EXPECT_EQ(_reason, _f.reason);				\
+		EXPECT_EQ(_flags, _f.flags);				\
+		EXPECT_EQ(_ep, _f.endpoint);				\
+		EXPECT_EQ(_addr, _f.address);				\
+		EXPECT_EQ(0, _f.reserved[0] | _f.reserved[1] | _f.reserved[2]); \
+		EXPECT_EQ(0, _f.reserved2[0] | _f.reserved2[1] |	\
+			     _f.reserved2[2] | _f.reserved2[3]);	\
+	} while (0)
+
+TEST_F(viommu, fault_on_event_queue)
+{
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	EXPECT_TRUE(evt_none(&self->eq));	/* buffers wait for faults */
+
+	/* No domain */
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x5000, TF_R | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 0x5000);
+	/* Not mapped, and mapped read-only */
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_EQ(OK, map(self, 1, 0, PG - 1, GPA_BASE,
+			  VIRTIO_IOMMU_MAP_F_READ));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x5000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 1, 0x5000);
+	EXPECT_EQ(-EACCES, xlate_f(self, 1, 0x10, TF_R | TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | VIRTIO_IOMMU_FAULT_F_WRITE |
+		     FF_A, 1, 0x10);
+	/* What is allowed, or not asked to be reported, makes no record */
+	EXPECT_EQ(0, xlate_f(self, 1, 0x10, TF_R | TF_F));
+	EXPECT_EQ(-EACCES, xlate_f(self, 1, 0x10, TF_W));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x10, TF_R));
+	EXPECT_EQ(-ENODEV, xlate_f(self, 99, 0x10, TF_R | TF_F));
+	EXPECT_EQ(-EINVAL, xlate_f(self, 1, 0x10, 1 << 3));
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* A bypass domain translates everything */
+	EXPECT_EQ(OK, attach(self, 2, 2, VIRTIO_IOMMU_ATTACH_F_BYPASS));
+	EXPECT_EQ(0, xlate_f(self, 2, 0x10, TF_R | TF_W | TF_F));
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+TEST_F(viommu, fault_waits_for_buffers)
+{
+	struct virtio_iommu_fault f;
+	uint32_t len, zero = 0, one = 1;
+	int i;
+
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* No buffer yet: records wait, up to 64, in order */
+	for (i = 0; i < 70; i++)
+		EXPECT_EQ(-ENOENT, xlate_f(self, 1, i * PG, TF_R | TF_F));
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* A buffer too small comes back empty, the record goes to the next */
+	evt_post(&self->eq, self->mem, 0, 1, 16);
+	ASSERT_EQ(0, evt_next(&self->eq, self->mem, &f, &len));
+	EXPECT_EQ(0, len);
+	evt_post(&self->eq, self->mem, 1, 63, 32);
+	for (i = 0; i < 63; i++)
+		EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+			     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, i * PG);
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 63 * PG);
+	/* The 6 past 64 were dropped */
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* Buffers left: a new fault goes straight out */
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x123000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 1, 0x123000);
+	/* Use up the 6 buffers left, then 3 records wait... */
+	for (i = 0; i < 9; i++)
+		EXPECT_EQ(-ENOENT, xlate_f(self, 1, (100 + i) * PG, TF_R | TF_F));
+	for (i = 0; i < 6; i++)
+		EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+			     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1,
+			     (100 + i) * PG);
+	EXPECT_TRUE(evt_none(&self->eq));
+	/* ...and a reset drops them */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x7000, TF_R | TF_F));
+	evt_post(&self->eq, self->mem, 8, 4, 32);
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, 1, 0x7000);
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+/*
+ * vhost-net bound to an endpoint (VHOST_SET_IOMMU): the kernel translates
+ * its DMA through the endpoint's domain.  This program is the VMM of both
+ * devices and the guest: the TX ring and a packet live in guest memory at
+ * IOVAs the guest mapped; the packet must come out of the tap byte for
+ * byte, and after UNMAP the same descriptor must not: nothing comes out and
+ * the guest gets a fault on the event queue.
+ */
+#define NET_EP		5
+#define NET_OFF_RING	0x100000UL	/* TX ring, GPA offset */
+#define NET_IOVA_RING	0x80000000ULL
+#define NET_OFF_BUF	0x120000UL	/* the packet, GPA offset */
+#define NET_IOVA_BUF	0x90000000ULL
+#define NET_HDR		12		/* struct virtio_net_hdr_v1 */
+#define NET_ETHERTYPE	0x88b5		/* local experimental */
+#define NET_FRAME	200
+
+struct tap {
+	int fd, ifindex, pkt;
+};
+
+static int tap_open(struct tap *t)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	struct ifreq ifr = { 0 };
+	int hdr = NET_HDR, s;
+
+	t->fd = open("/dev/net/tun", O_RDWR);
+	if (t->fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "vhiommu%%d");
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	if (ioctl(t->fd, TUNSETIFF, &ifr) || ioctl(t->fd, TUNSETVNETHDRSZ, &hdr))
+		return -1;
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0 || ioctl(s, SIOCGIFINDEX, &ifr))
+		return -1;
+	t->ifindex = ifr.ifr_ifindex;
+	ifr.ifr_flags = IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		return -1;
+	close(s);
+	/* What the tap hands the host stack, as a sniffer on it sees it */
+	t->pkt = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = t->ifindex;
+	if (t->pkt < 0 || bind(t->pkt, (struct sockaddr *)&sll, sizeof(sll)))
+		return -1;
+	return 0;
+}
+
+/* The next frame of ours the tap received within @ms, its length or -1 */
+static int tap_frame(struct tap *t, uint8_t *buf, size_t len, int ms)
+{
+	struct pollfd pfd = { .fd = t->pkt, .events = POLLIN };
+	struct sockaddr_ll from;
+	socklen_t fl;
+	ssize_t n;
+
+	while (poll(&pfd, 1, ms) > 0) {
+		fl = sizeof(from);
+		n = recvfrom(t->pkt, buf, len, 0, (struct sockaddr *)&from, &fl);
+		if (n < 14 || from.sll_pkttype == PACKET_OUTGOING)
+			continue;
+		if (buf[12] == NET_ETHERTYPE >> 8 && buf[13] == (NET_ETHERTYPE & 0xff))
+			return n;
+	}
+	return -1;
+}
+
+static void tap_close(struct tap *t)
+{
+	if (t->pkt >= 0)
+		close(t->pkt);
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
+TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
+	uint64_t features, want = (1ULL << VIRTIO_F_VERSION_1) |
+				  (1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct vring_desc *desc = (void *)ring;
+	struct vring_avail *avail = (void *)(ring + 0x1000);
+	struct vring_used *used = (void *)(ring + 0x2000);
+	struct vhost_vring_state num = { .index = 1, .num = QSZ };
+	struct vhost_vring_state base = { .index = 1, .num = 0 };
+	struct vhost_vring_addr addr = {
+		.index = 1,
+		.desc_user_addr = NET_IOVA_RING,
+		.avail_user_addr = NET_IOVA_RING + 0x1000,
+		.used_user_addr = NET_IOVA_RING + 0x2000,
+	};
+	struct vhost_vring_file kick = { .index = 1 }, call = { .index = 1 };
+	struct vhost_vring_file backend = { .index = 1 };
+	struct vhost_memory_region *r;
+	struct vhost_memory *m;
+	struct tap tap = { -1, -1, -1 };
+	uint8_t got[2048];
+	uint64_t one = 1;
+	int net, i, n, ret;
+
+	net = open("/dev/vhost-net", O_RDWR);
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, tap_open(&tap));
+
+	/* The guest: endpoint 5 in domain 7, its ring and packet mapped */
+	ASSERT_EQ(OK, attach(self, 7, NET_EP, 0));
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
+			  GPA_BASE + NET_OFF_RING, RW));
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1,
+			  GPA_BASE + NET_OFF_BUF, VIRTIO_IOMMU_MAP_F_READ));
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+
+	/* The VMM: vhost-net behind the IOMMU, its rings at IOVAs */
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_GET_FEATURES, &features));
+	ASSERT_EQ(want, features & want);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &want));
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	ASSERT_NE(NULL, m);
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)self->mem;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_MEM_TABLE, m));
+	free(m);
+	/* Bad bindings first */
+	bind.endpoint = 99;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(ENOENT, errno);
+	bind.endpoint = NET_EP;
+	bind.fd = net;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	bind.fd = self->fd;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBUSY, errno);
+
+	memset(ring, 0, 0x3000);
+	kick.fd = eventfd(0, EFD_NONBLOCK);
+	call.fd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_NUM, &num));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_BASE, &base));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_ADDR, &addr));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_KICK, &kick));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_CALL, &call));
+	/*
+	 * Starting the queue reads the used ring: the first try misses in
+	 * the device's IOTLB, which the IOMMU then fills; the VMM retries.
+	 */
+	backend.fd = tap.fd;
+	for (i = 0; i < 100; i++) {
+		ret = ioctl(net, VHOST_NET_SET_BACKEND, &backend);
+		if (!ret || errno != EFAULT)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(0, ret);
+
+	/* The guest sends a frame from its IOVA-addressed buffer */
+	memset(pkt, 0, NET_HDR);
+	memset(pkt + NET_HDR, 0xff, 6);			/* broadcast */
+	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
+	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
+	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
+	for (i = 14; i < NET_FRAME; i++)
+		pkt[NET_HDR + i] = i * 7 + 3;
+	desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME, 0, 0 };
+	avail->ring[0] = 0;
+	__atomic_store_n(&avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	n = tap_frame(&tap, got, sizeof(got), 3000);
+	ASSERT_EQ(NET_FRAME, n);
+	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
+	for (i = 0; i < 300 && __atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(10000);
+	EXPECT_EQ(1, used->idx);
+	EXPECT_TRUE(evt_none(&self->eq));	/* no fault so far */
+
+	/* UNMAP: once it is answered the same descriptor must fail */
+	ASSERT_EQ(OK, unmap(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1));
+	avail->ring[1] = 0;
+	__atomic_store_n(&avail->idx, 2, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
+	EXPECT_EQ(-1, tap_frame(&tap, got, sizeof(got), 300));
+	EXPECT_EQ(1, used->idx);
+
+	/* Mapped again (elsewhere in guest memory), it goes out again */
+	memcpy(pkt + PG, pkt, NET_HDR + NET_FRAME);
+	pkt[NET_HDR + NET_FRAME - 1] ^= 0x5a;
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1,
+			  GPA_BASE + NET_OFF_BUF + PG, VIRTIO_IOMMU_MAP_F_READ));
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	n = tap_frame(&tap, got, sizeof(got), 3000);
+	ASSERT_EQ(NET_FRAME, n);
+	EXPECT_EQ(0, memcmp(got, pkt + PG + NET_HDR, NET_FRAME));
+
+	/* DETACH takes it all away: the ring itself faults now */
+	ASSERT_EQ(OK, detach(self, 7, NET_EP));
+	avail->ring[2] = 0;
+	__atomic_store_n(&avail->idx, 3, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(kick.fd, &one, sizeof(one)));
+	EXPECT_EQ(-1, tap_frame(&tap, got, sizeof(got), 300));
+
+	close(net);
+	close(kick.fd);
+	close(call.fd);
+	tap_close(&tap);
+}
+
+/* Bindings end with the endpoint, the device's owner, or the IOMMU */
+TEST_F(viommu, vhost_net_binding_lifetime)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = 6 };
+	uint64_t feat = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint32_t id = 6;
+	int net = open("/dev/vhost-net", O_RDWR);
+
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	/* The endpoint goes: so does the binding, the device may bind again */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &id));
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, add_ep(self->fd, 6, NULL, 0));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	/* The endpoint takes one device */
+	bind.endpoint = 7;
+	ASSERT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBUSY, errno);
+	/* The device's owner is reset: the endpoint is free again */
+	ASSERT_EQ(0, ioctl(net, VHOST_RESET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	bind.endpoint = 6;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	bind.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	/* The IOMMU is closed while the device is bound */
+	close(self->fd);
+	self->fd = -1;
+	bind.reserved[1] = 0;
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EBADF, errno);
+	/* The device forgot it: another IOMMU takes it */
+	self->fd = open("/dev/vhost-iommu", O_RDWR);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_OWNER));
+	ASSERT_EQ(0, add_ep(self->fd, 6, NULL, 0));
+	bind.fd = self->fd;
+	EXPECT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	close(net);
+}
+
+/*
+ * Benchmark: MAP/UNMAP pairs at 1, 16 and 256 requests a kick, the way a
+ * guest driver batches them.  Each kick carries @batch MAPs of distinct
+ * pages, the next the @batch UNMAPs of the same pages; every answer is
+ * checked.  Prints for each batch size
+ *   # bench-vhost: batch=B requests=N kicks=K seconds=S requests_per_s=R us_per_kick=U
+ * which `make bench-vhost` collects.  VHOST_IOMMU_BENCH_SECONDS sets the
+ * time per batch size (default 0.2: the functional run only checks that it
+ * works).
+ */
+#define BENCH_MAX	256
+
+TEST_F_TIMEOUT(viommu, bench_map_unmap, 600)
+{
+	static const unsigned int batches[] = { 1, 16, BENCH_MAX };
+	const char *env = getenv("VHOST_IOMMU_BENCH_SECONDS");
+	double secs = env && *env ? atof(env) : 0.2;
+	struct vhost_iommu_config c = self->cfg;
+	struct vq *vq = &self->rq;
+	uint32_t zero = 0, one = 1;
+	unsigned int b, i;
+
+	/* A queue of 1024: 256 requests of two descriptors, MAP and UNMAP */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	close(vq->kick);
+	close(vq->call);
+	memset(gpa_ptr(self->mem, GPA_BASE + OFF_VQ(0)), 0, 0x10000);
+	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, vq, BIG_QSZ));
+	c.max_mappings = 0;			/* the module's default */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+
+	/* Requests 0..255 MAP page i, 256..511 UNMAP it; chains 2k -> 2k + 1 */
+	for (i = 0; i < 2 * BENCH_MAX; i++) {
+		unsigned int page = i % BENCH_MAX;
+		uint8_t *q = breq(self->mem, i);
+
+		memset(q, 0, BREQ_SZ);
+		if (i < BENCH_MAX) {
+			struct virtio_iommu_req_map *r = (void *)q;
+
+			r->head.type = VIRTIO_IOMMU_T_MAP;
+			r->domain = 1;
+			r->virt_start = 0x100000000ULL + page * PG;
+			r->virt_end = r->virt_start + PG - 1;
+			r->phys_start = GPA_BASE + page * PG;
+			r->flags = RW;
+		} else {
+			struct virtio_iommu_req_unmap *r = (void *)q;
+
+			r->head.type = VIRTIO_IOMMU_T_UNMAP;
+			r->domain = 1;
+			r->virt_start = 0x100000000ULL + page * PG;
+			r->virt_end = r->virt_start + PG - 1;
+		}
+		vq->desc[2 * i] = (struct vring_desc){
+			GPA_BASE + OFF_BREQ + i * BREQ_SZ,
+			i < BENCH_MAX ? sizeof(struct virtio_iommu_req_map) - 4 :
+					sizeof(struct virtio_iommu_req_unmap) - 4,
+			VRING_DESC_F_NEXT, 2 * i + 1 };
+		/* 4-byte tails, packed */
+		vq->desc[2 * i + 1] = (struct vring_desc){
+			GPA_BASE + OFF_BRESP + i * 4, 4, VRING_DESC_F_WRITE, 0 };
+	}
+
+	for (b = 0; b < ARRAY_SIZE(batches); b++) {
+		unsigned int n = batches[b];
+		unsigned long kicks = 0, requests = 0;
+		uint8_t *st = gpa_ptr(self->mem, GPA_BASE + OFF_BRESP);
+		struct timespec t0, t1;
+		double elapsed;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			unsigned int k, first;
+
+			for (k = 0; k < 2; k++) {	/* MAPs, then UNMAPs */
+				first = k * BENCH_MAX;
+				memset(st + first * 4, 0xff, n * 4);
+				for (i = 0; i < n; i++)
+					vq->avail->ring[(uint16_t)(vq->avail_idx + i) %
+							vq->num] = 2 * (first + i);
+				ASSERT_EQ(0, vq_kick_n(vq, n));
+				ASSERT_EQ(0, vq_wait_used(vq, n));
+				vq->used_idx += n;
+				for (i = 0; i < n; i++)
+					if (st[(first + i) * 4] != OK) {
+						TH_LOG("batch %u: request %u answered %u",
+						       n, first + i,
+						       st[(first + i) * 4]);
+						ASSERT_TRUE(0);
+					}
+				kicks++;
+				requests += n;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			elapsed = (t1.tv_sec - t0.tv_sec) +
+				  (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		} while (elapsed < secs);
+		/* Every MAP was undone: nothing is left mapped */
+		EXPECT_FALSE(mapped(self, 1, 0x100000000ULL));
+		printf("# bench-vhost: batch=%u requests=%lu kicks=%lu ",
+		       n, requests, kicks);
+		printf("seconds=%.3f requests_per_s=%.0f us_per_kick=%.2f\n",
+		       elapsed, requests / elapsed, elapsed * 1e6 / kicks);
+		fflush(stdout);
+	}
 }
 
 TEST_HARNESS_MAIN

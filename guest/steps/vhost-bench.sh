@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-vhost`: the vhost-iommu selftest's benchmark, MAP/UNMAP pairs
+# at 1, 16 and 256 requests a kick, TB_BENCH_SECONDS for each. The host reads
+# its "# bench-vhost:" lines.
+. /steps/lib.sh
+
+check "modprobe vhost_iommu" modprobe vhost_iommu
+VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
+	/bin/vhost_iommu_test -t bench_map_unmap > /tmp/vhost-bench.out 2>&1
+status=$?
+while read -r line; do
+	case "$line" in
+	"# bench-vhost:"*) echo "$line" ;;
+	*) [ "$status" -eq 0 ] || diag "$line" ;;
+	esac
+done < /tmp/vhost-bench.out
+check "vhost_iommu_test -t bench_map_unmap (exit $status)" [ "$status" -eq 0 ]
+plan
