@@ -8,7 +8,7 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?= x86_64 x86_64-debug arm64
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean bench-pt bench-viommu bench-vhost
+	boot kunit lint check run clean bench-pt bench-viommu bench-drivers bench-vhost
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -24,6 +24,7 @@ help:
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
 	@echo "make bench-viommu [THREADS=2 SECONDS=20]  6.12's virtio-iommu driver vs ours -> build/bench/viommu.json"
+	@echo "make bench-drivers [I=amd-iommu] [THREADS=2 SECONDS=20]  each IOMMU driver's old page tables vs generic_pt -> build/bench/drivers.json"
 	@echo "make bench-vhost [SECONDS=5]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick -> build/bench/vhost.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
@@ -69,6 +70,9 @@ bench-pt: tree
 # Builds the x86_64-stock kernel (6.12's driver) too; make check never does.
 bench-viommu: tree
 	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS))
+
+bench-drivers: tree
+	$(TB) bench-drivers $(I) $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS))
 
 bench-vhost: tree
 	$(TB) bench-vhost $(if $(SECONDS),--seconds $(SECONDS))

@@ -42,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernels as they are built")
+    p = sub.add_parser("bench-drivers",
+                       help="intel/amd/smmuv3 drivers: old page tables against generic_pt")
+    p.add_argument("iommus", nargs="*", help="intel-iommu, amd-iommu, smmuv3 (default all)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernels as they are built")
     p = sub.add_parser("bench-vhost",
                        help="vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick")
     p.add_argument("--seconds", type=float, default=5,
@@ -96,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-viommu":
             from . import bench
             bench.viommu(args.threads, args.seconds, not args.no_build)
+        elif args.cmd == "bench-drivers":
+            from . import bench
+            bench.drivers(args.threads, args.seconds, not args.no_build,
+                          args.iommus or None)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

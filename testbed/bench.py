@@ -5,6 +5,11 @@
 6.12's virtio-iommu driver and ours, strict and lazy, and no IOMMU) and
 writes build/bench/viommu.json; see viommu() below.
 
+`make bench-drivers` boots the same benchmark behind QEMU's intel-iommu,
+amd-iommu and smmuv3, each driver once on its old page-table code and once
+on generic_pt (DRIVER_BENCH_SCENARIOS), and writes build/bench/drivers.json;
+see drivers() below.
+
 `make bench-vhost` boots the vhost-iommu selftest's benchmark (BENCH_VHOST)
 and writes build/bench/vhost.json; see vhost() below.
 
@@ -30,7 +35,8 @@ from collections import Counter
 from pathlib import Path
 
 from . import boot, initramfs, kernel, kunit, paths
-from .scenarios import BENCH_ROWS, BENCH_SCENARIOS, BENCH_VHOST
+from .scenarios import (BENCH_ROWS, BENCH_SCENARIOS, BENCH_VHOST, DRIVER_BENCH_ROWS,
+                        DRIVER_BENCH_SCENARIOS)
 from .shell import StepError, step
 
 BENCH_LINE = re.compile(
@@ -169,6 +175,14 @@ def per_1k(count: int, pairs: int) -> float:
     return round(count * 1000 / pairs, 1)
 
 
+def latencies(name: str, diags: list[str], log: Path) -> dict:
+    """{"map": ns, "unmap": ns} from dma_map_benchmark's lines."""
+    lat = {m["op"]: round(float(m["us"]) * 1000) for m in map(LATENCY.search, diags) if m}
+    if set(lat) != {"map", "unmap"}:
+        raise StepError(f"{name}: no latencies from dma_map_benchmark ({log})")
+    return lat
+
+
 def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
     """One row of viommu.json from a finished benchmark boot."""
     name = result.scenario.name
@@ -176,9 +190,7 @@ def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
     if not result.ok or not bench:
         raise StepError(f"{name} failed:\n{result.summary()}")
     diags = bench.diagnostics()
-    lat = {m["op"]: round(float(m["us"]) * 1000) for m in map(LATENCY.search, diags) if m}
-    if set(lat) != {"map", "unmap"}:
-        raise StepError(f"{name}: no latencies from dma_map_benchmark ({result.log})")
+    lat = latencies(name, diags, result.log)
     row = {"driver": driver, "mode": mode, "map_ns": lat["map"], "unmap_ns": lat["unmap"],
            "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
     if driver == "none":
@@ -253,6 +265,78 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
     out = paths.BENCH / "viommu.json"
     out.write_text(json.dumps(rows, indent=1) + "\n")
     print(viommu_table(rows))
+    print(f"wrote {out}")
+    if errors:
+        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
+    return out
+
+
+# --- make bench-drivers -----------------------------------------------------
+
+def driver_row(iommu: str, path: str, result: boot.Result) -> dict:
+    """One row of drivers.json from a finished benchmark boot."""
+    name = result.scenario.name
+    bench = result.console.steps.get("dma-bench")
+    if not result.ok or not bench:
+        raise StepError(f"{name} failed:\n{result.summary()}")
+    lat = latencies(name, bench.diagnostics(), result.log)
+    return {"iommu": iommu, "path": path, "map_ns": lat["map"], "unmap_ns": lat["unmap"]}
+
+
+def drivers_table(rows: list[dict]) -> str:
+    """The rows, with generic_pt's cost against the old path of the same IOMMU."""
+    old = {r["iommu"]: r for r in rows if r["path"] == "old"}
+
+    def x(a: int, b: int) -> str:
+        return f"{a / b:.2f}x" if a and b else "-"
+
+    out = [f"{'iommu':12} {'path':10} {'map ns':>8} {'unmap ns':>8}   "
+           f"{'old/new: map':>12} {'unmap':>6}"]
+    for r in rows:
+        base = old.get(r["iommu"])
+        vs = (f"{x(base['map_ns'], r['map_ns']):>12} {x(base['unmap_ns'], r['unmap_ns']):>6}"
+              if base and r is not base else "")
+        out.append(f"{r['iommu']:12} {r['path']:10} {r['map_ns']:>8} {r['unmap_ns']:>8}   "
+                   f"{vs}".rstrip())
+    return "\n".join(out)
+
+
+def drivers(threads: int = 2, seconds: int = 20, build: bool = True,
+            iommus: list[str] | None = None) -> Path:
+    """Each converted IOMMU driver, old page tables against generic_pt.
+
+    Both paths of an IOMMU boot the same kernel one after the other, so
+    their ratio holds where TCG's absolute times mean little.
+    """
+    runs = [(iommu, path, DRIVER_BENCH_SCENARIOS[f"bench-drivers-{iommu}-{path}"])
+            for iommu, path in DRIVER_BENCH_ROWS if not iommus or iommu in iommus]
+    if not runs:
+        raise StepError(f"no benchmark for {iommus}")
+    targets = sorted({sc.kernel for _, _, sc in runs})
+    if build:
+        kernel.build_all(targets)
+    for target in targets:
+        initramfs.base_image(target)
+    rows, errors = [], []
+    for iommu, path, sc in runs:
+        sc = dataclasses.replace(
+            sc, timeout_s=seconds + 150,
+            env={**sc.env, "TB_BENCH_THREADS": str(threads),
+                 "TB_BENCH_SECONDS": str(seconds)})
+        with step(f"boot {sc.name} ({threads} threads, {seconds} s)"):
+            try:
+                rows.append(driver_row(iommu, path, boot.run_scenario(sc)))
+            except StepError as exc:        # the other rows still count
+                errors.append(str(exc))
+                print(f"error: {exc}", file=sys.stderr)
+    if not rows:
+        raise StepError("no benchmark row: " + "; ".join(errors))
+    for r in rows:
+        r.update(threads=threads, seconds=seconds)
+    paths.BENCH.mkdir(parents=True, exist_ok=True)
+    out = paths.BENCH / "drivers.json"
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(drivers_table(rows))
     print(f"wrote {out}")
     if errors:
         raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")

@@ -20,6 +20,8 @@ from .shell import StepError
 
 DISK_READ_MB = 8
 DISK_WRITE_MB = 4
+# After those, a scratch area for blk-stress.sh's direct I/O
+DISK_SCRATCH_MB = 16
 NET_DOWN_MB = 4
 NET_UP_MB = 1
 
@@ -126,10 +128,12 @@ def run_scenario(name: str | Scenario) -> Result:
     if "blk" in sc.devices:
         disk = work / "disk.img"
         data = _pattern(1, DISK_READ_MB)
-        disk.write_bytes(data + bytes((DISK_READ_MB + DISK_WRITE_MB) << 20))
+        disk.write_bytes(data + bytes((DISK_WRITE_MB + DISK_SCRATCH_MB) << 20))
         env.update(TB_DISK_SHA256=hashlib.sha256(data).hexdigest(),
                    TB_DISK_READ_MB=str(DISK_READ_MB),
-                   TB_DISK_WRITE_MB=str(DISK_WRITE_MB))
+                   TB_DISK_WRITE_MB=str(DISK_WRITE_MB),
+                   TB_DISK_SCRATCH_OFF_MB=str(DISK_READ_MB + DISK_WRITE_MB),
+                   TB_DISK_SCRATCH_MB=str(DISK_SCRATCH_MB))
     server = None
     if "net" in sc.devices:
         handler = type("Blobs", (_Blobs,), {"blob": _pattern(2, NET_DOWN_MB),

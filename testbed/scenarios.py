@@ -113,6 +113,31 @@ _ALL = (
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
 )
 
+
+# The stress scenarios, one per IOMMU QEMU models with its own page-table
+# code in the guest (issue 4): on the KASAN/lockdep/UBSAN kernel, the edu
+# selftest's stress test (map, DMA, check, unmap, 4 KiB to 8 MiB, 2 MiB ones
+# on huge pages) and direct I/O of mixed sizes to virtio-blk, a fixed count
+# of each; any fault, corruption or kernel report fails them.
+STRESS_STEPS = ("iommu-info", "blk", "vfio-edu", "blk-stress")
+STRESS_ENV = {"TB_STRESS_EDU_OPS": "160", "TB_STRESS_BLK_OPS": "200",
+              "TB_STRESS_SEED": "1", "TB_STRESS_NEED_HUGE": "1"}
+
+
+def _stress(arch: str, iommu: str, machine: str, kernel: str) -> Scenario:
+    return _sc(f"{arch}-{iommu}-stress",
+               f"{iommu} under stress on the debug kernel: VFIO edu map/DMA/unmap "
+               f"with 2 MiB pages, direct disk I/O of mixed sizes",
+               machine, kernel, STRESS_STEPS, devices=("blk", "edu"), fault=iommu,
+               append=VFIO_UNSAFE_IRQS, timeout_s=900, env=STRESS_ENV)
+
+
+_ALL += (
+    _stress("x86_64", "intel-iommu", "q35-intel-iommu", "x86_64-debug"),
+    _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug"),
+    _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug"),
+)
+
 SCENARIOS = {s.name: s for s in _ALL}
 
 
@@ -150,3 +175,33 @@ BENCH_VHOST = _sc("bench-vhost",
                   "vhost-iommu: MAP/UNMAP pairs at 1, 16, 256 requests a kick",
                   "q35", "x86_64", ("vhost-bench",))
 BENCH_SCENARIOS[BENCH_VHOST.name] = BENCH_VHOST
+
+# `make bench-drivers`: dma_map_benchmark on a spare edu behind each IOMMU
+# whose driver builds its tables with generic_pt, once per page-table path
+# of the same kernel, chosen on the command line: (iommu, machine, kernel,
+# the driver's switch). Lazy domains, so that the time is the page tables'
+# and not the IOTLB invalidation's, which both paths share.
+DRIVER_BENCH = (
+    ("intel-iommu", "q35-intel-iommu", "x86_64", "intel_iommu.generic_pt"),
+    ("amd-iommu", "q35-amd-iommu", "x86_64", "amd_iommu.generic_pt"),
+    ("smmuv3", "virt-smmuv3", "arm64", "arm_smmu_v3.generic_pt"),
+)
+DRIVER_PATHS = {"old": ("0", "N"), "generic_pt": ("1", "Y")}
+
+
+def _driver_bench(iommu: str, machine: str, kernel: str, param: str,
+                  path: str) -> Scenario:
+    value, want = DRIVER_PATHS[path]
+    return _sc(f"bench-drivers-{iommu}-{path}",
+               f"DMA map benchmark, {iommu}, {path} page tables",
+               machine, kernel, ("dma-bench",), devices=("edu",),
+               append=f"iommu.strict=0 {param}={value}",
+               env={"TB_BENCH_GROUP": "DMA-FQ", "TB_PT_PARAM": param,
+                    "TB_PT_WANT": want})
+
+
+# (iommu, path) of each row of build/bench/drivers.json, in table order
+DRIVER_BENCH_ROWS = tuple((b[0], p) for b in DRIVER_BENCH for p in DRIVER_PATHS)
+DRIVER_BENCH_SCENARIOS = {
+    sc.name: sc for sc in (_driver_bench(*b, p) for b in DRIVER_BENCH for p in DRIVER_PATHS)}
+BENCH_SCENARIOS.update(DRIVER_BENCH_SCENARIOS)

@@ -196,3 +196,39 @@ def test_bench_vhost_rows():
                                   "requests_per_s=0 us_per_kick=0.00"])
     # Its boot is not one of make check's
     assert "bench-vhost" in BENCH_SCENARIOS and "bench-vhost" not in SCENARIOS
+
+
+def test_bench_drivers_rows():
+    """make bench-drivers: both paths of every IOMMU, on one kernel, switch checked."""
+    from testbed import bench
+    from testbed.scenarios import DRIVER_BENCH_ROWS, DRIVER_BENCH_SCENARIOS, SCENARIOS
+
+    assert len(DRIVER_BENCH_ROWS) == 6 and not set(DRIVER_BENCH_SCENARIOS) & set(SCENARIOS)
+    for iommu in ("intel-iommu", "amd-iommu", "smmuv3"):
+        old = DRIVER_BENCH_SCENARIOS[f"bench-drivers-{iommu}-old"]
+        new = DRIVER_BENCH_SCENARIOS[f"bench-drivers-{iommu}-generic_pt"]
+        assert (old.kernel, old.machine) == (new.kernel, new.machine)
+        assert old.env["TB_PT_WANT"] == "N" and new.env["TB_PT_WANT"] == "Y"
+        assert old.env["TB_PT_PARAM"] + "=0" in old.append
+        assert new.env["TB_PT_PARAM"] + "=1" in new.append
+    diags = ["dmabench: average map latency(us):1.2 standard deviation:0.4",
+             "dmabench: average unmap latency(us):0.9 standard deviation:0.3"]
+    assert bench.latencies("x", diags, Path("x.log")) == {"map": 1200, "unmap": 900}
+    with pytest.raises(Exception):
+        bench.latencies("x", diags[:1], Path("x.log"))
+    rows = [{"iommu": "amd-iommu", "path": "old", "map_ns": 2000, "unmap_ns": 1000},
+            {"iommu": "amd-iommu", "path": "generic_pt", "map_ns": 1000, "unmap_ns": 1000}]
+    table = bench.drivers_table(rows).splitlines()
+    assert table[2].split()[-2:] == ["2.00x", "1.00x"]
+
+
+def test_stress_scenarios_run_on_debug_kernels():
+    """One stress scenario per IOMMU with its own page tables, KASAN kernels, fixed counts."""
+    from testbed.scenarios import SCENARIOS
+
+    stress = [sc for sc in SCENARIOS.values() if sc.name.endswith("-stress")]
+    assert {sc.fault for sc in stress} == {"intel-iommu", "amd-iommu", "smmuv3"}
+    for sc in stress:
+        assert sc.kernel.endswith("-debug")
+        assert {"vfio-edu", "blk-stress"} <= set(sc.steps)
+        assert int(sc.env["TB_STRESS_EDU_OPS"]) > 0 and int(sc.env["TB_STRESS_BLK_OPS"]) > 0

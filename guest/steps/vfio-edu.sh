@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # QEMU's edu device through vfio-pci and VFIO type1 (the selftest's own TAP).
+# The stress scenarios set TB_STRESS_EDU_OPS (its stress test's length) and
+# TB_STRESS_NEED_HUGE (2 MiB mappings must be huge-page backed).
 modprobe vfio-pci || echo "# modprobe vfio-pci failed"
 export EDU_FAULT_PATTERN="$TB_FAULT_PATTERN"
+export EDU_STRESS_OPS="$TB_STRESS_EDU_OPS"
+export EDU_STRESS_SEED="$TB_STRESS_SEED"
+export EDU_STRESS_NEED_HUGE="$TB_STRESS_NEED_HUGE"
 exec /bin/vfio_edu_dma

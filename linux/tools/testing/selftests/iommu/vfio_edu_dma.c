@@ -14,6 +14,12 @@
  * prints for a translation fault; the fault tests require it to appear.
  * Empty, it leaves the report unchecked, for IOMMU models that do not
  * deliver fault events (QEMU 7.2's amd-iommu); memory is checked regardless.
+ *
+ * The stress test maps, DMAs through and unmaps EDU_STRESS_OPS times
+ * (default STRESS_OPS_DEFAULT) with mixed sizes and alignments, 2 MiB and
+ * larger ones backed by huge pages so the IOMMU can use 2 MiB pages; it
+ * checks every transfer and that no fault was logged. EDU_STRESS_SEED
+ * picks the sequence; EDU_STRESS_NEED_HUGE=1 fails it without huge pages.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +73,18 @@
 #define IOVA_SECRET	0x01200000UL
 #define IOVA_NEVER	0x04000000UL	/* never mapped by anyone */
 #define BUF_SIZE	0x10000UL
+
+/*
+ * The stress test's mappings: STRESS_SLOTS windows of STRESS_WINDOW bytes
+ * from IOVA_STRESS (2 MiB aligned, below the edu's 256 MiB), each holding
+ * at most one mapping of memory from a pool of huge pages.
+ */
+#define SZ_2M		0x200000UL
+#define IOVA_STRESS	0x08000000UL
+#define STRESS_SLOTS	8
+#define STRESS_WINDOW	(4 * SZ_2M)
+#define STRESS_POOL	(8 * SZ_2M)
+#define STRESS_OPS_DEFAULT	8
 
 static char edu_bdf[NAME_MAX + 1];
 
@@ -474,6 +492,176 @@ TEST_F(edu, read_after_unmap_does_not_leak)
 	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
 		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
 	TH_LOG("fault: %s", seen);
+}
+
+/* How many faults matching EDU_FAULT_PATTERN the log holds by now (no wait). */
+static int faults_logged(int kmsg)
+{
+	const char *pattern = getenv("EDU_FAULT_PATTERN");
+	char rec[1024];
+	int count = 0;
+	regex_t re;
+	ssize_t n;
+
+	if (!pattern || !*pattern)
+		return 0;
+	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))
+		return -EINVAL;
+	for (;;) {
+		n = read(kmsg, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records were overwritten: go on */
+		if (n < 0)
+			break;
+		rec[n] = '\0';
+		if (!regexec(&re, rec, 0, NULL, 0))
+			count++;
+	}
+	regfree(&re);
+	return count;
+}
+
+static unsigned long env_ulong(const char *name, unsigned long def)
+{
+	const char *val = getenv(name);
+
+	return val && *val ? strtoul(val, NULL, 0) : def;
+}
+
+/*
+ * A pool of huge pages for the stress test, so that mappings of 2 MiB and
+ * more are physically contiguous and 2 MiB aligned, as a 2 MiB IOMMU page
+ * needs. Reserves the pages first; NULL if the kernel has none to give.
+ */
+static uint8_t *huge_pool(size_t size)
+{
+	char want[16];
+	void *p;
+
+	snprintf(want, sizeof(want), "%zu", size / SZ_2M);
+	write_str("/proc/sys/vm/nr_hugepages", want);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+struct stress_map {
+	uint64_t iova;
+	uint64_t size;
+	uint8_t *va;
+};
+
+/*
+ * Copy a random piece of a mapping to another place in it through the edu
+ * buffer and check it arrived: the IOMMU translates both ends of the mapping
+ * right, whatever was mapped and unmapped around it since.
+ */
+static int stress_dma(uint8_t *bar, const struct stress_map *m, uint32_t seed,
+		      char *why, size_t why_len)
+{
+	static uint8_t want[EDU_MAX_XFER];
+	uint64_t len = 1 + seed % EDU_MAX_XFER;
+	uint64_t src = (uint64_t)rand() % (m->size - len + 1);
+	uint64_t dst = (uint64_t)rand() % (m->size - len + 1);
+
+	fill(want, len, seed);
+	memcpy(m->va + src, want, len);
+	if (edu_dma(bar, m->iova + src, EDU_BUFFER, len, false) ||
+	    edu_dma(bar, EDU_BUFFER, m->iova + dst, len, true)) {
+		snprintf(why, why_len, "edu DMA timed out");
+		return -ETIMEDOUT;
+	}
+	if (memcmp(m->va + dst, want, len)) {
+		snprintf(why, why_len,
+			 "%llu bytes from IOVA %#llx to %#llx (map %#llx+%#llx) corrupted",
+			 (unsigned long long)len,
+			 (unsigned long long)(m->iova + src),
+			 (unsigned long long)(m->iova + dst),
+			 (unsigned long long)m->iova,
+			 (unsigned long long)m->size);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Map, DMA through and unmap in a loop, with sizes from 4 KiB to 8 MiB
+ * (2 MiB multiples on 2 MiB boundaries of IOVA and memory, so the IOMMU can
+ * use 2 MiB pages, and smaller ones anywhere, straddling 2 MiB boundaries),
+ * up to STRESS_SLOTS mappings alive at once. Every mapping carries a checked
+ * transfer when it is made and another just before it is unmapped; no fault
+ * may be logged.
+ */
+TEST_F(edu, stress_map_dma_unmap)
+{
+	static const uint64_t sizes[] = {
+		0x1000, 0x3000, 0x10000, 0x100000, SZ_2M, 2 * SZ_2M, 4 * SZ_2M,
+	};
+	unsigned long ops = env_ulong("EDU_STRESS_OPS", STRESS_OPS_DEFAULT);
+	unsigned long seed = env_ulong("EDU_STRESS_SEED", 1);
+	struct stress_map live[STRESS_SLOTS] = {};
+	unsigned long op, maps = 0, huge = 0;
+	size_t pool_size = STRESS_POOL;
+	char why[160];
+	uint8_t *pool;
+	int faults;
+
+	pool = huge_pool(pool_size);
+	if (!pool) {
+		ASSERT_NE(1, env_ulong("EDU_STRESS_NEED_HUGE", 0))
+			TH_LOG("no huge pages for the pool");
+		TH_LOG("no huge pages: the IOMMU gets 4 KiB pages only");
+		pool = mmap(NULL, pool_size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		ASSERT_NE(MAP_FAILED, pool);
+	}
+	srand(seed);
+	faults_logged(self->kmsg);	/* only what happens from here counts */
+
+	for (op = 0; op < ops; op++) {
+		struct stress_map *m = &live[rand() % STRESS_SLOTS];
+		unsigned int slot = m - live;
+
+		if (m->size) {
+			ASSERT_EQ(0, stress_dma(self->bar, m, seed + op, why,
+						sizeof(why)))
+				TH_LOG("op %lu, before unmap: %s", op, why);
+			ASSERT_EQ(0, unmap_dma(self->container, m->iova, m->size))
+				TH_LOG("op %lu: unmap %#llx+%#llx", op,
+				       (unsigned long long)m->iova,
+				       (unsigned long long)m->size);
+			m->size = 0;
+			continue;
+		}
+		m->size = sizes[rand() % ARRAY_SIZE(sizes)];
+		if (m->size >= SZ_2M) {
+			m->iova = IOVA_STRESS + slot * STRESS_WINDOW +
+				  SZ_2M * (rand() % ((STRESS_WINDOW - m->size) / SZ_2M + 1));
+			m->va = pool + SZ_2M * (rand() % ((pool_size - m->size) / SZ_2M + 1));
+			huge++;
+		} else {
+			m->iova = IOVA_STRESS + slot * STRESS_WINDOW + 0x1000 *
+				  (rand() % ((STRESS_WINDOW - m->size) / 0x1000 + 1));
+			m->va = pool + 0x1000 * (rand() % ((pool_size - m->size) / 0x1000 + 1));
+		}
+		ASSERT_EQ(0, map_dma(self->container, m->va, m->iova, m->size))
+			TH_LOG("op %lu: map %#llx+%#llx", op,
+			       (unsigned long long)m->iova,
+			       (unsigned long long)m->size);
+		maps++;
+		ASSERT_EQ(0, stress_dma(self->bar, m, seed + op, why, sizeof(why)))
+			TH_LOG("op %lu, after map: %s", op, why);
+	}
+	for (op = 0; op < STRESS_SLOTS; op++) {
+		if (live[op].size)
+			ASSERT_EQ(0, unmap_dma(self->container, live[op].iova,
+					       live[op].size));
+	}
+	faults = faults_logged(self->kmsg);
+	ASSERT_EQ(0, faults) TH_LOG("%d IOMMU faults logged during the stress", faults);
+	TH_LOG("stress: %lu ops, %lu maps (%lu of 2 MiB or more), seed %lu",
+	       ops, maps, huge, seed);
+	munmap(pool, pool_size);
 }
 
 /* VFIO refuses maps the IOMMU cannot honour, and the device keeps working. */
