@@ -85,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
             for target in args.targets:
                 initramfs.base_image(target)
         elif args.cmd == "scenarios":
-            from .scenarios import SCENARIOS
+            from .scenarios import EXTRA_SCENARIOS, SCENARIOS
             for sc in SCENARIOS.values():
                 print(f"{sc.name:28} {sc.kernel:14} {sc.summary}")
+            for sc in EXTRA_SCENARIOS.values():
+                print(f"{sc.name:28} {sc.kernel:14} (not in make check) {sc.summary}")
         elif args.cmd == "boot":
             from . import boot
             result = boot.run_scenario(args.scenario)

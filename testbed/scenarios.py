@@ -120,7 +120,7 @@ _ALL = (
 # on huge pages) and direct I/O of mixed sizes to virtio-blk, a fixed count
 # of each; any fault, corruption or kernel report fails them.
 STRESS_STEPS = ("iommu-info", "blk", "vfio-edu", "blk-stress")
-STRESS_ENV = {"TB_STRESS_EDU_OPS": "160", "TB_STRESS_BLK_OPS": "200",
+STRESS_ENV = {"TB_STRESS_EDU_OPS": "100", "TB_STRESS_BLK_OPS": "64",
               "TB_STRESS_SEED": "1", "TB_STRESS_NEED_HUGE": "1"}
 
 
@@ -135,10 +135,17 @@ def _stress(arch: str, iommu: str, machine: str, kernel: str) -> Scenario:
 _ALL += (
     _stress("x86_64", "intel-iommu", "q35-intel-iommu", "x86_64-debug"),
     _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug"),
-    _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug"),
 )
 
 SCENARIOS = {s.name: s for s in _ALL}
+
+# Scenarios `make boot S=...` runs but `make check` does not. The SMMUv3
+# stress scenario needs the arm64 debug kernel (`make kernel
+# KERNELS=arm64-debug`), whose build and KASAN boot under TCG would take CI
+# past its time.
+EXTRA_SCENARIOS = {s.name: s for s in (
+    _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug"),
+)}
 
 
 # `make bench-viommu` (testbed/bench.py), not part of `make check`: the DMA

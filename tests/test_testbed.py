@@ -224,9 +224,10 @@ def test_bench_drivers_rows():
 
 def test_stress_scenarios_run_on_debug_kernels():
     """One stress scenario per IOMMU with its own page tables, KASAN kernels, fixed counts."""
-    from testbed.scenarios import SCENARIOS
+    from testbed.scenarios import EXTRA_SCENARIOS, SCENARIOS
 
-    stress = [sc for sc in SCENARIOS.values() if sc.name.endswith("-stress")]
+    stress = [sc for sc in (*SCENARIOS.values(), *EXTRA_SCENARIOS.values())
+              if sc.name.endswith("-stress")]
     assert {sc.fault for sc in stress} == {"intel-iommu", "amd-iommu", "smmuv3"}
     for sc in stress:
         assert sc.kernel.endswith("-debug")
