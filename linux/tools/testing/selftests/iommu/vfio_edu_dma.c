@@ -77,10 +77,12 @@
 /*
  * The stress test's mappings: STRESS_SLOTS windows of STRESS_WINDOW bytes
  * from IOVA_STRESS (2 MiB aligned, below the edu's 256 MiB), each holding
- * at most one mapping of memory from a pool of huge pages.
+ * at most one mapping of memory from a pool of huge pages. The windows keep
+ * clear of 0x08000000-0x080fffff, the software MSI window that SMMUv3 and
+ * virtio-iommu reserve on Arm: VFIO refuses to map there.
  */
 #define SZ_2M		0x200000UL
-#define IOVA_STRESS	0x08000000UL
+#define IOVA_STRESS	0x0a000000UL
 #define STRESS_SLOTS	8
 #define STRESS_WINDOW	(4 * SZ_2M)
 #define STRESS_POOL	(8 * SZ_2M)
