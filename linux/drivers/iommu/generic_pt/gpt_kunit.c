@@ -625,6 +625,31 @@ static void gpt_test_iommu_glue(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, iommu_unmap(&d->domain, 0x40000000UL, SZ_4M),
 			SZ_4M);
 	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain, 0x40000000UL), 0);
+
+	/*
+	 * Part of a large page: exactly that part goes, the rest stays (what
+	 * VFIO type1's probe of two pages, one of them unmapped, checks).
+	 */
+	KUNIT_ASSERT_EQ(test, iommu_map(&d->domain, 0x40000000UL, 0x80000000UL,
+					SZ_2M, rw, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, iommu_unmap(&d->domain, 0x40000000UL + SZ_1M, m),
+			m);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain,
+						 0x40000000UL + SZ_1M), 0);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain,
+						 0x40000000UL + SZ_1M - m),
+			0x80000000UL + SZ_1M - m);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain,
+						 0x40000000UL + SZ_1M + m),
+			0x80000000UL + SZ_1M + m);
+	KUNIT_EXPECT_EQ(test, iommu_map(&d->domain, 0x40000000UL, 0,
+					2 * m, rw, GFP_KERNEL), -EADDRINUSE);
+	KUNIT_EXPECT_EQ(test, iommu_map(&d->domain, 0x40000000UL + SZ_1M,
+					0x80000000UL + SZ_1M, m, rw, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, iommu_unmap(&d->domain, 0x40000000UL, SZ_2M),
+			SZ_2M);
+	KUNIT_EXPECT_EQ(test, iommu_iova_to_phys(&d->domain,
+						 0x40000000UL + SZ_1M + m), 0);
 	gpt_deinit(&d->pt);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&d->pt.nr_tables), 0);
 }

@@ -46,19 +46,31 @@ EXPORT_SYMBOL_GPL(gpt_iommu_map_pages);
  * @pgcount: number of pages
  * @gather: collects the range to flush and the tables to free
  *
- * Same locking as gpt_iommu_map_pages().
+ * Same locking as gpt_iommu_map_pages().  Exactly the range is unmapped, as
+ * io-pgtable-arm does: a large page that is only partly inside it is cut
+ * (gpt_cut(), GFP_ATOMIC since unmap may be called in atomic context) until
+ * the part inside can go on its own.  Users rely on this: VFIO type1 probes
+ * whether unmapping one page of a two-page mapping unmaps exactly one page,
+ * and unmaps page by page when it does not.  The flush of the gathered range
+ * also drops any IOTLB entry of the large page before the cut.
  *
- * Return: see gpt_unmap().
+ * Return: bytes unmapped from @iova; less than asked only where the range
+ * has a hole or a cut failed for lack of memory.
  */
 size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
 			     size_t pgsize, size_t pgcount,
 			     struct iommu_iotlb_gather *gather)
 {
-	size_t len;
+	size_t len, done = 0;
 
 	if (check_mul_overflow(pgsize, pgcount, &len))
 		return 0;
-	return gpt_unmap(t, iova, len, gather);
+	for (;;) {
+		done += gpt_unmap(t, iova + done, len - done, gather);
+		/* Stopped short: a leaf at iova + done reaches outside */
+		if (done >= len || gpt_cut(t, iova + done, GFP_ATOMIC))
+			return done;
+	}
 }
 EXPORT_SYMBOL_GPL(gpt_iommu_unmap_pages);
 
