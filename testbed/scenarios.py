@@ -19,6 +19,21 @@ FAULT_PATTERNS = {
 }
 
 
+# The switch of each IOMMU driver whose page tables come from generic_pt
+# or from its old code (issue 4): a boot parameter that reads back Y or N
+# in /sys/module. iommu-info checks it where a scenario sets TB_PT_PARAM.
+PT_SWITCH = {
+    "intel-iommu": "intel_iommu.generic_pt",
+    "amd-iommu": "amd_iommu.generic_pt",
+    "smmuv3": "arm_smmu_v3.generic_pt",
+}
+
+
+def on_generic_pt(iommu: str) -> dict:
+    """Scenario env that fails iommu-info unless the driver uses generic_pt."""
+    return {"TB_PT_PARAM": PT_SWITCH[iommu], "TB_PT_WANT": "Y"}
+
+
 # No scenario has interrupt remapping (QEMU's models offer it only with KVM's
 # split irqchip, or not at all), so VFIO must be told to accept that.
 VFIO_UNSAFE_IRQS = "vfio_iommu_type1.allow_unsafe_interrupts=1"
@@ -95,17 +110,20 @@ _ALL = (
     _sc("x86_64-vhost-iommu",
         "vhost-iommu: the selftest plays VMM and guest against /dev/vhost-iommu",
         "q35", "x86_64", ("vhost-iommu",)),
-    _sc("x86_64-intel-iommu", "q35 + intel-iommu: VFIO edu DMA and faults",
-        "q35-intel-iommu", "x86_64", ("iommu-info", "vfio-edu"),
-        devices=("edu",), fault="intel-iommu", append=VFIO_UNSAFE_IRQS),
-    _sc("x86_64-amd-iommu", "q35 + amd-iommu: VFIO edu DMA and faults",
-        "q35-amd-iommu", "x86_64", ("iommu-info", "vfio-edu"),
-        devices=("edu",), fault="amd-iommu", append=VFIO_UNSAFE_IRQS),
+    _sc("x86_64-intel-iommu", "q35 + intel-iommu: disk, VFIO edu DMA and faults",
+        "q35-intel-iommu", "x86_64", ("iommu-info", "blk", "vfio-edu"),
+        devices=("blk", "edu"), fault="intel-iommu", append=VFIO_UNSAFE_IRQS,
+        env=on_generic_pt("intel-iommu")),
+    _sc("x86_64-amd-iommu", "q35 + amd-iommu: disk, VFIO edu DMA and faults",
+        "q35-amd-iommu", "x86_64", ("iommu-info", "blk", "vfio-edu"),
+        devices=("blk", "edu"), fault="amd-iommu", append=VFIO_UNSAFE_IRQS,
+        env=on_generic_pt("amd-iommu")),
     _sc("x86_64-no-iommu", "q35 without an IOMMU: disk and NIC, the floor",
         "q35", "x86_64", ("iommu-info", "blk", "net"), devices=("blk", "net")),
-    _sc("arm64-smmuv3", "arm64 virt,iommu=smmuv3: VFIO edu DMA and faults",
-        "virt-smmuv3", "arm64", ("iommu-info", "vfio-edu"),
-        devices=("edu",), fault="smmuv3", append=VFIO_UNSAFE_IRQS),
+    _sc("arm64-smmuv3", "arm64 virt,iommu=smmuv3: disk, VFIO edu DMA and faults",
+        "virt-smmuv3", "arm64", ("iommu-info", "blk", "vfio-edu"),
+        devices=("blk", "edu"), fault="smmuv3", append=VFIO_UNSAFE_IRQS,
+        env=on_generic_pt("smmuv3")),
     _sc("arm64-virtio-iommu", "arm64 virt + virtio-iommu-pci (DT): disk, NIC, VFIO edu",
         "virt-virtio-iommu", "arm64",
         ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
@@ -129,7 +147,8 @@ def _stress(arch: str, iommu: str, machine: str, kernel: str) -> Scenario:
                f"{iommu} under stress on the debug kernel: VFIO edu map/DMA/unmap "
                f"with 2 MiB pages, direct disk I/O of mixed sizes",
                machine, kernel, STRESS_STEPS, devices=("blk", "edu"), fault=iommu,
-               append=VFIO_UNSAFE_IRQS, timeout_s=900, env=STRESS_ENV)
+               append=VFIO_UNSAFE_IRQS, timeout_s=900,
+               env={**STRESS_ENV, **on_generic_pt(iommu)})
 
 
 _ALL += (
@@ -189,9 +208,9 @@ BENCH_SCENARIOS[BENCH_VHOST.name] = BENCH_VHOST
 # the driver's switch). Lazy domains, so that the time is the page tables'
 # and not the IOTLB invalidation's, which both paths share.
 DRIVER_BENCH = (
-    ("intel-iommu", "q35-intel-iommu", "x86_64", "intel_iommu.generic_pt"),
-    ("amd-iommu", "q35-amd-iommu", "x86_64", "amd_iommu.generic_pt"),
-    ("smmuv3", "virt-smmuv3", "arm64", "arm_smmu_v3.generic_pt"),
+    ("intel-iommu", "q35-intel-iommu", "x86_64", PT_SWITCH["intel-iommu"]),
+    ("amd-iommu", "q35-amd-iommu", "x86_64", PT_SWITCH["amd-iommu"]),
+    ("smmuv3", "virt-smmuv3", "arm64", PT_SWITCH["smmuv3"]),
 )
 DRIVER_PATHS = {"old": ("0", "N"), "generic_pt": ("1", "Y")}
 
@@ -201,7 +220,7 @@ def _driver_bench(iommu: str, machine: str, kernel: str, param: str,
     value, want = DRIVER_PATHS[path]
     return _sc(f"bench-drivers-{iommu}-{path}",
                f"DMA map benchmark, {iommu}, {path} page tables",
-               machine, kernel, ("dma-bench",), devices=("edu",),
+               machine, kernel, ("iommu-info", "dma-bench"), devices=("edu",),
                append=f"iommu.strict=0 {param}={value}",
                env={"TB_BENCH_GROUP": "DMA-FQ", "TB_PT_PARAM": param,
                     "TB_PT_WANT": want})

@@ -211,6 +211,7 @@ def test_bench_drivers_rows():
         assert old.env["TB_PT_WANT"] == "N" and new.env["TB_PT_WANT"] == "Y"
         assert old.env["TB_PT_PARAM"] + "=0" in old.append
         assert new.env["TB_PT_PARAM"] + "=1" in new.append
+        assert old.steps[0] == "iommu-info"     # the step that checks the switch
     diags = ["dmabench: average map latency(us):1.2 standard deviation:0.4",
              "dmabench: average unmap latency(us):0.9 standard deviation:0.3"]
     assert bench.latencies("x", diags, Path("x.log")) == {"map": 1200, "unmap": 900}
@@ -233,3 +234,16 @@ def test_stress_scenarios_run_on_debug_kernels():
         assert sc.kernel.endswith("-debug")
         assert {"vfio-edu", "blk-stress"} <= set(sc.steps)
         assert int(sc.env["TB_STRESS_EDU_OPS"]) > 0 and int(sc.env["TB_STRESS_BLK_OPS"]) > 0
+
+
+def test_converted_drivers_boot_on_generic_pt():
+    """Every make check boot behind intel-iommu, amd-iommu or smmuv3 checks
+    that the driver's tables came from generic_pt (iommu-info reads the switch)."""
+    from testbed.scenarios import PT_SWITCH, SCENARIOS
+
+    boots = [sc for sc in SCENARIOS.values() if sc.fault in PT_SWITCH]
+    assert {sc.fault for sc in boots} == set(PT_SWITCH)
+    for sc in boots:
+        assert sc.steps[0] == "iommu-info"
+        assert sc.env["TB_PT_PARAM"] == PT_SWITCH[sc.fault]
+        assert sc.env["TB_PT_WANT"] == "Y"

@@ -2,9 +2,9 @@
 # `make bench-viommu`: the kernel's DMA map benchmark (CONFIG_DMA_MAP_BENCHMARK)
 # on the spare edu device, bound to the dma_map_benchmark driver by
 # driver_override. Inputs: TB_BENCH_THREADS, TB_BENCH_SECONDS, TB_BENCH_GROUP
-# (the iommu group type the device must sit in: DMA, DMA-FQ, or none), and
-# for `make bench-drivers` TB_PT_PARAM/TB_PT_WANT (the driver's page-table
-# switch, e.g. amd_iommu.generic_pt, and the value it must read back).
+# (the iommu group type the device must sit in: DMA, DMA-FQ, or none).
+# `make bench-drivers` runs iommu-info first, which checks the driver's
+# page-table switch (TB_PT_PARAM).
 # The host reads the "# dmabench:" lines (the tool's output, the device's
 # endpoint ID) and, with our driver, the "# viommu-before:"/"# viommu-after:"
 # copies of its debugfs counters.
@@ -45,13 +45,6 @@ group=none
 [ -e "$dev/iommu_group/type" ] && group=$(cat "$dev/iommu_group/type")
 check "$bdf sits in a ${TB_BENCH_GROUP:-?} iommu group (got $group)" \
 	[ "$group" = "$TB_BENCH_GROUP" ]
-
-if [ -n "$TB_PT_PARAM" ]; then
-	p=/sys/module/${TB_PT_PARAM%%.*}/parameters/${TB_PT_PARAM#*.}
-	got=$(cat "$p" 2>/dev/null)
-	check "$TB_PT_PARAM reads $TB_PT_WANT (got ${got:-nothing})" \
-		[ "$got" = "$TB_PT_WANT" ]
-fi
 
 stats before
 dma_map_benchmark -t "${TB_BENCH_THREADS:-2}" -s "${TB_BENCH_SECONDS:-20}" \

@@ -32,4 +32,12 @@ if [ -n "$TB_EXPECT_IOMMU" ]; then
 else
 	check "no IOMMU is registered" [ "$n" -eq 0 ]
 fi
+# A driver with two page-table paths says which one this boot runs
+# (TB_PT_PARAM, e.g. amd_iommu.generic_pt, must read TB_PT_WANT).
+if [ -n "$TB_PT_PARAM" ]; then
+	p=/sys/module/${TB_PT_PARAM%%.*}/parameters/${TB_PT_PARAM#*.}
+	got=$(cat "$p" 2>/dev/null)
+	check "$TB_PT_PARAM reads $TB_PT_WANT (got ${got:-nothing})" \
+		[ "$got" = "$TB_PT_WANT" ]
+fi
 plan
