@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("iommus", nargs="*", help="intel-iommu, amd-iommu, smmuv3 (default all)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="boots of each path, alternating; rows are medians")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernels as they are built")
     p = sub.add_parser("bench-vhost",
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-drivers":
             from . import bench
             bench.drivers(args.threads, args.seconds, not args.no_build,
-                          args.iommus or None)
+                          args.iommus or None, args.rounds)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

@@ -221,6 +221,11 @@ def test_bench_drivers_rows():
             {"iommu": "amd-iommu", "path": "generic_pt", "map_ns": 1000, "unmap_ns": 1000}]
     table = bench.drivers_table(rows).splitlines()
     assert table[2].split()[-2:] == ["2.00x", "1.00x"]
+    # Repeated boots of one path give one row, the median of each time
+    runs = [{"iommu": "smmuv3", "path": "old", "map_ns": m, "unmap_ns": u}
+            for m, u in ((3000, 900), (1000, 1100), (2000, 1000))]
+    assert bench.median_row(runs) == {"iommu": "smmuv3", "path": "old", "map_ns": 2000,
+                                      "unmap_ns": 1000, "runs": 3}
 
 
 def test_stress_scenarios_run_on_debug_kernels():
