@@ -37,7 +37,7 @@ from pathlib import Path
 
 from . import boot, initramfs, kernel, kunit, paths
 from .scenarios import (BENCH_ROWS, BENCH_SCENARIOS, BENCH_VHOST, DRIVER_BENCH_ROWS,
-                        DRIVER_BENCH_SCENARIOS)
+                        DRIVER_BENCH_SCENARIOS, Scenario)
 from .shell import StepError, step
 
 BENCH_LINE = re.compile(
@@ -103,6 +103,15 @@ def pt(runs: list[str] | None = None) -> Path:
 
 
 # --- make bench-viommu -------------------------------------------------------
+
+def dma_bench_run(sc: Scenario, threads: int, seconds: int) -> Scenario:
+    """@sc set up for one dma_map_benchmark run of @seconds with @threads
+    (bench-viommu and bench-drivers)."""
+    return dataclasses.replace(
+        sc, timeout_s=seconds + 150,
+        env={**sc.env, "TB_BENCH_THREADS": str(threads),
+             "TB_BENCH_SECONDS": str(seconds)})
+
 
 # dma_map_benchmark's output (tools/testing/selftests/dma); the kernel keeps
 # whole 100 ns per operation, so a latency is a multiple of 100 ns, rounded down.
@@ -248,10 +257,7 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
         initramfs.base_image(target)
     rows, errors = [], []
     for (driver, mode), sc in zip(BENCH_ROWS, scenarios):
-        sc = dataclasses.replace(
-            sc, timeout_s=seconds + 150,
-            env={**sc.env, "TB_BENCH_THREADS": str(threads),
-                 "TB_BENCH_SECONDS": str(seconds)})
+        sc = dma_bench_run(sc, threads, seconds)
         with step(f"boot {sc.name} ({threads} threads, {seconds} s)"):
             try:
                 rows.append(viommu_row(driver, mode, boot.run_scenario(sc)))
@@ -333,10 +339,7 @@ def drivers(threads: int = 2, seconds: int = 20, build: bool = True,
     errors = []
     for n in range(1, rounds + 1):
         for iommu, path, sc in runs:
-            sc = dataclasses.replace(
-                sc, timeout_s=seconds + 150,
-                env={**sc.env, "TB_BENCH_THREADS": str(threads),
-                     "TB_BENCH_SECONDS": str(seconds)})
+            sc = dma_bench_run(sc, threads, seconds)
             with step(f"boot {sc.name} ({threads} threads, {seconds} s, round {n}/{rounds})"):
                 try:
                     measured.setdefault((iommu, path), []).append(
