@@ -69,7 +69,7 @@ bench-pt: tree
 
 # Builds the x86_64-stock kernel (6.12's driver) too; make check never does.
 bench-viommu: tree
-	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS))
+	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 bench-drivers: tree
 	$(TB) bench-drivers $(I) $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="6.12's virtio-iommu driver against ours (dma_map_benchmark)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernels as they are built")
     p = sub.add_parser("bench-drivers",
@@ -87,11 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             for target in args.targets:
                 initramfs.base_image(target)
         elif args.cmd == "scenarios":
-            from .scenarios import EXTRA_SCENARIOS, SCENARIOS
+            from .scenarios import SCENARIOS
             for sc in SCENARIOS.values():
                 print(f"{sc.name:28} {sc.kernel:14} {sc.summary}")
-            for sc in EXTRA_SCENARIOS.values():
-                print(f"{sc.name:28} {sc.kernel:14} (not in make check) {sc.summary}")
         elif args.cmd == "boot":
             from . import boot
             result = boot.run_scenario(args.scenario)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.pt(args.runs or None)
         elif args.cmd == "bench-viommu":
             from . import bench
-            bench.viommu(args.threads, args.seconds, not args.no_build)
+            bench.viommu(args.threads, args.seconds, not args.no_build, args.rounds)
         elif args.cmd == "bench-drivers":
             from . import bench
             bench.drivers(args.threads, args.seconds, not args.no_build,

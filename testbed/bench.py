@@ -247,35 +247,19 @@ def viommu_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def viommu(threads: int = 2, seconds: int = 20, build: bool = True) -> Path:
-    """6.12's virtio-iommu driver against ours, and the no-IOMMU floor."""
+def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int = 3) -> Path:
+    """6.12's virtio-iommu driver against ours, and the no-IOMMU floor.
+
+    The rows' scenarios boot in turn, @rounds times over, and each row is
+    the median of its boots (see drivers()): the request and kick counts
+    vary with how the two threads interleave, the times with TCG.
+    """
     scenarios = [sc for sc in BENCH_SCENARIOS.values() if sc.name.startswith("bench-viommu-")]
-    targets = sorted({sc.kernel for sc in scenarios})
-    if build:
-        kernel.build_all(targets)
-    for target in targets:
-        initramfs.base_image(target)
-    rows, errors = [], []
-    for (driver, mode), sc in zip(BENCH_ROWS, scenarios):
-        sc = dma_bench_run(sc, threads, seconds)
-        with step(f"boot {sc.name} ({threads} threads, {seconds} s)"):
-            try:
-                rows.append(viommu_row(driver, mode, boot.run_scenario(sc)))
-            except StepError as exc:        # the other rows still count
-                errors.append(str(exc))
-                print(f"error: {exc}", file=sys.stderr)
-    if not rows:
-        raise StepError("no benchmark row: " + "; ".join(errors))
-    for r in rows:
-        r.update(threads=threads, seconds=seconds)
-    paths.BENCH.mkdir(parents=True, exist_ok=True)
-    out = paths.BENCH / "viommu.json"
-    out.write_text(json.dumps(rows, indent=1) + "\n")
-    print(viommu_table(rows))
-    print(f"wrote {out}")
-    if errors:
-        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
-    return out
+    runs = [(key, sc) for key, sc in zip(BENCH_ROWS, scenarios)]
+    measured, errors = measure_rounds(runs, lambda key, result: viommu_row(*key, result),
+                                      threads, seconds, rounds, build)
+    rows = [median_row(measured[key], VIOMMU_MEDIANS) for key, _ in runs if key in measured]
+    return write_rows("viommu.json", rows, viommu_table, errors, threads, seconds)
 
 
 # --- make bench-drivers -----------------------------------------------------
@@ -308,12 +292,68 @@ def drivers_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def median_row(runs: list[dict]) -> dict:
-    """One row from repeated boots of the same path: the median of each time."""
+# The values a row's boots each measure; the row keeps their medians.
+DRIVER_MEDIANS = ("map_ns", "unmap_ns")
+VIOMMU_MEDIANS = ("map_ns", "unmap_ns", "requests_per_1k_maps", "kicks_per_1k_maps",
+                  "qemu_requests_per_1k_maps", "qemu_kicks_per_1k_maps", "pairs")
+
+
+def median_row(runs: list[dict], keys: tuple[str, ...]) -> dict:
+    """One row from repeated boots of the same path: the median of each of
+    @keys (those the runs have), and each run's times and kicks."""
     out = dict(runs[0])
-    for key in ("map_ns", "unmap_ns"):
-        out[key] = int(statistics.median(r[key] for r in runs))
+    for key in keys:
+        if key in out:
+            vals = [r[key] for r in runs]
+            med = statistics.median(vals)
+            out[key] = round(med, 1) if isinstance(med, float) else int(med)
+    for key in ("map_ns", "unmap_ns", "kicks_per_1k_maps"):
+        if key in out:
+            out[f"{key}_runs"] = [r[key] for r in runs]
     out["runs"] = len(runs)
+    return out
+
+
+def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, seconds: int,
+                   rounds: int, build: bool) -> tuple[dict[tuple, list[dict]], list[str]]:
+    """Boot each of @runs' scenarios in turn, @rounds times over, and turn
+    each finished boot into a row with @row_of(key, result). A boot that
+    fails is reported and the others still count."""
+    targets = sorted({sc.kernel for _, sc in runs})
+    if build:
+        kernel.build_all(targets)
+    for target in targets:
+        initramfs.base_image(target)
+    measured: dict[tuple, list[dict]] = {}
+    errors = []
+    for n in range(1, rounds + 1):
+        for key, sc in runs:
+            sc = dma_bench_run(sc, threads, seconds)
+            with step(f"boot {sc.name} ({threads} threads, {seconds} s, round {n}/{rounds})"):
+                try:
+                    row = row_of(key, boot.run_scenario(sc))
+                except StepError as exc:
+                    errors.append(str(exc))
+                    print(f"error: {exc}", file=sys.stderr)
+                    continue
+                measured.setdefault(key, []).append(row)
+    return measured, errors
+
+
+def write_rows(name: str, rows: list[dict], table_of, errors: list[str], threads: int,
+               seconds: int) -> Path:
+    """build/bench/@name from @rows, printed as @table_of shows them."""
+    if not rows:
+        raise StepError("no benchmark row: " + "; ".join(errors))
+    for r in rows:
+        r.update(threads=threads, seconds=seconds)
+    paths.BENCH.mkdir(parents=True, exist_ok=True)
+    out = paths.BENCH / name
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(table_of(rows))
+    print(f"wrote {out}")
+    if errors:
+        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
     return out
 
 
@@ -326,41 +366,14 @@ def drivers(threads: int = 2, seconds: int = 20, build: bool = True,
     time swings by tens of percent (the IOTLB invalidations QEMU emulates
     dominate), the alternation and the median keep the ratio honest.
     """
-    runs = [(iommu, path, DRIVER_BENCH_SCENARIOS[f"bench-drivers-{iommu}-{path}"])
+    runs = [((iommu, path), DRIVER_BENCH_SCENARIOS[f"bench-drivers-{iommu}-{path}"])
             for iommu, path in DRIVER_BENCH_ROWS if not iommus or iommu in iommus]
     if not runs:
         raise StepError(f"no benchmark for {iommus}")
-    targets = sorted({sc.kernel for _, _, sc in runs})
-    if build:
-        kernel.build_all(targets)
-    for target in targets:
-        initramfs.base_image(target)
-    measured: dict[tuple[str, str], list[dict]] = {}
-    errors = []
-    for n in range(1, rounds + 1):
-        for iommu, path, sc in runs:
-            sc = dma_bench_run(sc, threads, seconds)
-            with step(f"boot {sc.name} ({threads} threads, {seconds} s, round {n}/{rounds})"):
-                try:
-                    measured.setdefault((iommu, path), []).append(
-                        driver_row(iommu, path, boot.run_scenario(sc)))
-                except StepError as exc:        # the other rows still count
-                    errors.append(str(exc))
-                    print(f"error: {exc}", file=sys.stderr)
-    rows = [median_row(measured[(iommu, path)]) for iommu, path, _ in runs
-            if (iommu, path) in measured]
-    if not rows:
-        raise StepError("no benchmark row: " + "; ".join(errors))
-    for r in rows:
-        r.update(threads=threads, seconds=seconds)
-    paths.BENCH.mkdir(parents=True, exist_ok=True)
-    out = paths.BENCH / "drivers.json"
-    out.write_text(json.dumps(rows, indent=1) + "\n")
-    print(drivers_table(rows))
-    print(f"wrote {out}")
-    if errors:
-        raise StepError(f"{len(errors)} benchmark boot(s) failed, see above")
-    return out
+    measured, errors = measure_rounds(runs, lambda key, result: driver_row(*key, result),
+                                      threads, seconds, rounds, build)
+    rows = [median_row(measured[key], DRIVER_MEDIANS) for key, _ in runs if key in measured]
+    return write_rows("drivers.json", rows, drivers_table, errors, threads, seconds)
 
 
 # --- make bench-vhost --------------------------------------------------------

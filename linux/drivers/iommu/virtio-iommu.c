@@ -68,6 +68,7 @@ struct viommu_stats {
 	u64	bad_answers;		/* of which the device's answer was unusable */
 	u64	kicks;			/* notifications sent to the device */
 	u64	kicked_requests;	/* requests those notifications covered */
+	u64	kicks_unneeded;		/* batches the device took unnotified */
 	u64	sleeps;			/* waits on the request queue interrupt */
 	u64	polls;			/* bounded polls */
 	u64	timeouts;		/* waits that gave up */
@@ -95,6 +96,7 @@ struct viommu_dev {
 	struct list_head		free_slots;
 	struct list_head		inflight;	/* in submission order */
 	unsigned int			unkicked;
+	bool				notifying;	/* a CPU is in the exit */
 	u64				next_seq;
 	unsigned int			sleepers;
 	wait_queue_head_t		rq_wait;
@@ -183,6 +185,7 @@ struct viommu_domain {
 
 	spinlock_t			mappings_lock;
 	struct rb_root_cached		mappings;
+	unsigned int			failed;		/* mappings with err set */
 
 	struct list_head		list;		/* viommu_dev.domains */
 	struct viommu_domain_stats	stats;
@@ -210,8 +213,14 @@ static void viommu_mapping_failed(struct viommu_domain *vdomain, u64 start,
 	spin_lock_irqsave(&vdomain->mappings_lock, flags);
 	vdomain->stats.errors++;
 	node = interval_tree_iter_first(&vdomain->mappings, start, start);
-	if (node && node->start == start)
-		container_of(node, struct viommu_mapping, iova)->err = err;
+	if (node && node->start == start) {
+		struct viommu_mapping *mapping;
+
+		mapping = container_of(node, struct viommu_mapping, iova);
+		if (!mapping->err)
+			vdomain->failed++;
+		mapping->err = err;
+	}
 	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
 }
 
@@ -277,18 +286,43 @@ static void viommu_reap(struct viommu_dev *viommu)
 		wake_up_all(&viommu->rq_wait);
 }
 
-/* Notify the device of the requests added since the last kick; rq_lock held. */
+/*
+ * Notify the device of the requests added since the last kick; rq_lock held,
+ * and dropped around the notification itself.
+ *
+ * The notification is the expensive part, an exit to the VMM that serves the
+ * queue before it returns. Leaving the lock free meanwhile lets other CPUs
+ * add their requests, which the device picks up in the same exit; with
+ * VIRTIO_RING_F_EVENT_IDX it then publishes an avail event past them and
+ * virtqueue_kick_prepare() says they need no notification of their own. A
+ * CPU that finds a notification under way leaves its requests to it: the
+ * notifier looks again when its exit returns and kicks whatever the device
+ * has not taken, so a sleeping waiter is never left without a kick. Pollers
+ * call this again on every look.
+ *
+ * Interrupts stay off across the exit, as they were under the lock: an
+ * interrupt or softirq on this CPU (the flush queue's timer, a completion
+ * unmapping its buffer) that waited for the device would otherwise spin on
+ * the very notification it interrupted until its wait timed out.
+ */
 static void viommu_kick(struct viommu_dev *viommu)
+	__must_hold(&viommu->rq_lock)
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
 
-	if (!viommu->unkicked)
-		return;
-	viommu->stats.kicked_requests += viommu->unkicked;
-	viommu->unkicked = 0;
-	if (virtqueue_kick_prepare(vq)) {
+	while (viommu->unkicked && !viommu->notifying) {
+		viommu->stats.kicked_requests += viommu->unkicked;
+		viommu->unkicked = 0;
+		if (!virtqueue_kick_prepare(vq)) {
+			viommu->stats.kicks_unneeded++;
+			return;
+		}
 		viommu->stats.kicks++;
+		viommu->notifying = true;
+		spin_unlock(&viommu->rq_lock);
 		virtqueue_notify(vq);
+		spin_lock(&viommu->rq_lock);
+		viommu->notifying = false;
 	}
 }
 
@@ -377,6 +411,7 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
 			udelay(1);
 			spin_lock_irqsave(&viommu->rq_lock, *flags);
+			viommu_kick(viommu);
 			viommu_reap(viommu);
 			if (cond(viommu, arg) || virtqueue_is_broken(vq) ||
 			    ktime_after(ktime_get(), deadline))
@@ -593,6 +628,7 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 				  u64 last, u64 *end)
 {
 	struct interval_tree_node *node, *next;
+	struct viommu_mapping *mapping;
 	unsigned long flags;
 	size_t removed = 0;
 
@@ -607,7 +643,10 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 		removed += node->last - node->start + 1;
 		*end = max_t(u64, *end, node->last);
 		interval_tree_remove(node, &vdomain->mappings);
-		kfree(container_of(node, struct viommu_mapping, iova));
+		mapping = container_of(node, struct viommu_mapping, iova);
+		if (mapping->err)
+			vdomain->failed--;
+		kfree(mapping);
 	}
 	if (removed) {
 		vdomain->stats.unmaps++;
@@ -617,7 +656,11 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 	return removed;
 }
 
-/* The first error of a MAP that overlaps [start, last], or 0. */
+/*
+ * The first error of a MAP that overlaps [start, last], or 0. Called after a
+ * sync, whose reap recorded any failure under the locks the sync took: a
+ * domain with no failed mapping needs no search.
+ */
 static int viommu_mapping_error(struct viommu_domain *vdomain, u64 start,
 				u64 last)
 {
@@ -625,6 +668,8 @@ static int viommu_mapping_error(struct viommu_domain *vdomain, u64 start,
 	unsigned long flags;
 	int err = 0;
 
+	if (!READ_ONCE(vdomain->failed))
+		return 0;
 	spin_lock_irqsave(&vdomain->mappings_lock, flags);
 	for (node = interval_tree_iter_first(&vdomain->mappings, start, last);
 	     node && !err; node = interval_tree_iter_next(node, start, last))
@@ -1390,8 +1435,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.requests[VIRTIO_IOMMU_T_PROBE]);
 	seq_printf(s, "errors %llu\nbad_answers %llu\n", st.errors,
 		   st.bad_answers);
-	seq_printf(s, "kicks %llu\nkicked_requests %llu\n", st.kicks,
-		   st.kicked_requests);
+	seq_printf(s, "kicks %llu\nkicked_requests %llu\nkicks_unneeded %llu\n",
+		   st.kicks, st.kicked_requests, st.kicks_unneeded);
 	seq_printf(s, "requests_per_kick_x100 %llu\n",
 		   st.kicks ? div64_u64(st.kicked_requests * 100, st.kicks) : 0);
 	seq_printf(s, "sleeps %llu\npolls %llu\ntimeouts %llu\nslot_waits %llu\n",
