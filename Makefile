@@ -5,7 +5,8 @@
 PY      ?= python3
 TB      := $(PY) -m testbed
 PYTEST  := $(PY) -m pytest
-KERNELS ?= x86_64 x86_64-debug arm64
+# Empty: the targets make check boots (testbed/kernel.py, DEFAULT_TARGETS)
+KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
 	boot kunit lint check run clean bench-pt bench-viommu bench-drivers bench-vhost
@@ -19,7 +20,7 @@ help:
 	@echo "make refresh P=N         fold build/tree's uncommitted edits into patch N"
 	@echo "make new-patch SUBJECT='x: y' [BODY='...'|BODY_FILE=f]   make them a new patch"
 	@echo "make series              git format-patch the work into out/series/"
-	@echo "make kernel [KERNELS=..] build kernels ($(KERNELS))"
+	@echo "make kernel [KERNELS=..] build kernels (default: all that make check boots)"
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"

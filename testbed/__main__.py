@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kernel", help="configure and build kernel targets")
     p.add_argument("targets", nargs="*")
     p = sub.add_parser("images", help="build the guest programs and initramfs")
-    p.add_argument("targets", nargs="*", default=["x86_64", "arm64"])
+    p.add_argument("targets", nargs="*")
     p = sub.add_parser("boot", help="boot one scenario and print its results")
     p.add_argument("scenario")
     sub.add_parser("scenarios", help="list the boot scenarios")
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             from . import kernel
             kernel.build_all(args.targets or None)
         elif args.cmd == "images":
-            from . import initramfs
-            for target in args.targets:
+            from . import initramfs, kernel
+            for target in args.targets or kernel.DEFAULT_TARGETS:
                 initramfs.base_image(target)
         elif args.cmd == "scenarios":
             from .scenarios import SCENARIOS

@@ -52,9 +52,14 @@ TARGETS = {t.name: t for t in (
            "arch/x86/boot/bzImage"),
     Target("arm64", "arm64", ("common.config", "arm64.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
-    # The SMMUv3 stress scenario's kernel (KASAN, lockdep, UBSAN, ...), an
-    # extra: make check does not build it
+    # The SMMUv3 stress scenario's kernel (KASAN, lockdep, UBSAN, ...)
     Target("arm64-debug", "arm64", ("common.config", "arm64.config", "debug.config"),
+           "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
+    # 16 and 64 KiB pages: SMMUv3 then walks generic_pt's ARMv8 tables of
+    # that granule
+    Target("arm64-16k", "arm64", ("common.config", "arm64.config", "arm64-16k.config"),
+           "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
+    Target("arm64-64k", "arm64", ("common.config", "arm64.config", "arm64-64k.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
     # The 6.12 virtio-iommu driver, for `make bench-viommu` only (see stock_tree).
     Target("x86_64-stock", "x86", ("common.config", "x86_64.config"),
@@ -62,7 +67,7 @@ TARGETS = {t.name: t for t in (
 )}
 
 # The targets `make check` needs; arm64 last so x86_64 results come first.
-DEFAULT_TARGETS = ("x86_64", "x86_64-debug", "arm64")
+DEFAULT_TARGETS = ("x86_64", "x86_64-debug", "arm64", "arm64-16k", "arm64-64k", "arm64-debug")
 
 
 def make_args(t: Target) -> list[str]:

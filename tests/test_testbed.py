@@ -224,19 +224,26 @@ def test_bench_drivers_rows():
     # Repeated boots of one path give one row, the median of each time
     runs = [{"iommu": "smmuv3", "path": "old", "map_ns": m, "unmap_ns": u}
             for m, u in ((3000, 900), (1000, 1100), (2000, 1000))]
-    assert bench.median_row(runs) == {"iommu": "smmuv3", "path": "old", "map_ns": 2000,
-                                      "unmap_ns": 1000, "runs": 3}
+    assert bench.median_row(runs, bench.DRIVER_MEDIANS) == {
+        "iommu": "smmuv3", "path": "old", "map_ns": 2000, "unmap_ns": 1000, "runs": 3,
+        "map_ns_runs": [3000, 1000, 2000], "unmap_ns_runs": [900, 1100, 1000]}
+    # bench-viommu rows: the counts are medians too, and stay floats
+    runs = [{"driver": "ours", "mode": "strict", "map_ns": 1000, "unmap_ns": 900,
+             "kicks_per_1k_maps": k, "requests_per_1k_maps": 2000.0} for k in (1100.5, 900.0, 1000.0)]
+    row = bench.median_row(runs, bench.VIOMMU_MEDIANS)
+    assert row["kicks_per_1k_maps"] == 1000.0 and row["requests_per_1k_maps"] == 2000.0
+    assert row["runs"] == 3
 
 
 def test_stress_scenarios_run_on_debug_kernels():
     """One stress scenario per IOMMU with its own page tables, KASAN kernels, fixed counts."""
-    from testbed.scenarios import EXTRA_SCENARIOS, SCENARIOS
+    from testbed.kernel import DEFAULT_TARGETS
+    from testbed.scenarios import SCENARIOS
 
-    stress = [sc for sc in (*SCENARIOS.values(), *EXTRA_SCENARIOS.values())
-              if sc.name.endswith("-stress")]
+    stress = [sc for sc in SCENARIOS.values() if sc.name.endswith("-stress")]
     assert {sc.fault for sc in stress} == {"intel-iommu", "amd-iommu", "smmuv3"}
     for sc in stress:
-        assert sc.kernel.endswith("-debug")
+        assert sc.kernel.endswith("-debug") and sc.kernel in DEFAULT_TARGETS
         assert {"vfio-edu", "blk-stress"} <= set(sc.steps)
         assert int(sc.env["TB_STRESS_EDU_OPS"]) > 0 and int(sc.env["TB_STRESS_BLK_OPS"]) > 0
 
@@ -252,3 +259,30 @@ def test_converted_drivers_boot_on_generic_pt():
         assert sc.steps[0] == "iommu-info"
         assert sc.env["TB_PT_PARAM"] == PT_SWITCH[sc.fault]
         assert sc.env["TB_PT_WANT"] == "Y"
+
+
+def test_every_scenario_kernel_is_built_by_make_check():
+    """make check builds the kernel of every scenario it boots."""
+    from testbed.kernel import DEFAULT_TARGETS
+    from testbed.scenarios import SCENARIOS
+
+    assert {sc.kernel for sc in SCENARIOS.values()} == set(DEFAULT_TARGETS)
+
+
+@pytest.mark.parametrize("kib,name", [(4, "arm64-smmuv3"), (4, "arm64-smmuv3-stress"),
+                                      (16, "arm64-smmuv3-16k"), (64, "arm64-smmuv3-64k")])
+def test_smmuv3_granule_scenarios(kib, name):
+    """Each SMMUv3 granule: a kernel of that page size (4K is arm64's
+    default), and the edu test told to insist on it as the smallest IOMMU
+    page, on generic_pt."""
+    from testbed.kernel import TARGETS
+    from testbed.paths import CONFIGS
+    from testbed.scenarios import SCENARIOS
+
+    sc = SCENARIOS[name]
+    lines = {line for f in TARGETS[sc.kernel].fragments
+             for line in (CONFIGS / f).read_text().splitlines()}
+    pages = {16: "CONFIG_ARM64_16K_PAGES=y", 64: "CONFIG_ARM64_64K_PAGES=y"}
+    assert {v for v in pages.values() if v in lines} == ({pages[kib]} if kib in pages else set())
+    assert int(sc.env["TB_IOMMU_GRANULE"], 0) == kib << 10
+    assert sc.env["TB_PT_WANT"] == "Y"

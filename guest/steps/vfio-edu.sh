@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # QEMU's edu device through vfio-pci and VFIO type1 (the selftest's own TAP).
 # The stress scenarios set TB_STRESS_EDU_OPS (its stress test's length) and
-# TB_STRESS_NEED_HUGE (2 MiB mappings must be huge-page backed).
+# TB_STRESS_NEED_HUGE (2 MiB mappings must be huge-page backed); TB_IOMMU_GRANULE,
+# where set, is the smallest IOMMU page size VFIO must report.
 modprobe vfio-pci || echo "# modprobe vfio-pci failed"
 export EDU_FAULT_PATTERN="$TB_FAULT_PATTERN"
 export EDU_STRESS_OPS="$TB_STRESS_EDU_OPS"
 export EDU_STRESS_SEED="$TB_STRESS_SEED"
 export EDU_STRESS_NEED_HUGE="$TB_STRESS_NEED_HUGE"
+export EDU_IOMMU_GRANULE="$TB_IOMMU_GRANULE"
 exec /bin/vfio_edu_dma

@@ -208,8 +208,21 @@ FIXTURE(edu) {
 	uint8_t *src;
 	uint8_t *dst;
 	uint8_t *secret;
+	uint64_t granule;	/* smallest size VFIO maps: IOMMU or CPU page */
+	uint64_t pgsizes;	/* the IOMMU page sizes VFIO reports */
 	int kmsg;
 };
+
+/* The IOMMU page sizes of the container's domain, as VFIO reports them. */
+static uint64_t iommu_pgsizes(int container)
+{
+	struct vfio_iommu_type1_info info = { .argsz = sizeof(info) };
+
+	if (ioctl(container, VFIO_IOMMU_GET_INFO, &info) ||
+	    !(info.flags & VFIO_IOMMU_INFO_PGSIZES))
+		return 0;
+	return info.iova_pgsizes;
+}
 
 FIXTURE_SETUP(edu)
 {
@@ -241,6 +254,11 @@ FIXTURE_SETUP(edu)
 	ASSERT_TRUE(status.flags & VFIO_GROUP_FLAGS_VIABLE);
 	ASSERT_EQ(0, ioctl(self->group, VFIO_GROUP_SET_CONTAINER, &self->container));
 	ASSERT_EQ(0, ioctl(self->container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU));
+	self->pgsizes = iommu_pgsizes(self->container);
+	ASSERT_NE(0, self->pgsizes) TH_LOG("VFIO reports no IOMMU page sizes");
+	self->granule = self->pgsizes & -self->pgsizes;
+	if (self->granule < (uint64_t)getpagesize())
+		self->granule = getpagesize();
 	self->device = ioctl(self->group, VFIO_GROUP_GET_DEVICE_FD, edu_bdf);
 	ASSERT_LE(0, self->device);
 
@@ -401,6 +419,37 @@ TEST_F(edu, identify)
 	ASSERT_EQ(~0x12345678u, rd32(self->bar, EDU_LIVENESS));
 }
 
+static unsigned long env_ulong(const char *name, unsigned long def)
+{
+	const char *val = getenv(name);
+
+	return val && *val ? strtoul(val, NULL, 0) : def;
+}
+
+/*
+ * The IOMMU's page sizes reach VFIO: a scenario that must run on a given
+ * IOMMU granule (SMMUv3's 4, 16 or 64 KiB) sets EDU_IOMMU_GRANULE. The
+ * smallest page size must be that, and the block one table of that granule
+ * maps (granule / 8 entries) must be offered too: VFIO rounds sizes below
+ * the CPU page up to it, so the smallest alone cannot tell a 4 KiB granule
+ * on a 64 KiB-page kernel from a 64 KiB one.
+ */
+TEST_F(edu, iommu_page_sizes)
+{
+	unsigned long want = env_ulong("EDU_IOMMU_GRANULE", 0);
+	uint64_t smallest = self->pgsizes & -self->pgsizes;
+
+	TH_LOG("IOMMU page sizes %#llx, smallest %#llx",
+	       (unsigned long long)self->pgsizes,
+	       (unsigned long long)smallest);
+	if (!want)
+		return;
+	ASSERT_EQ(want, smallest);
+	ASSERT_NE(0, self->pgsizes & ((uint64_t)want * (want / 8)))
+		TH_LOG("no %#llx block: not a %#lx granule table",
+		       (unsigned long long)want * (want / 8), want);
+}
+
 /* Memory -> edu -> memory through two mappings: the data arrives unchanged. */
 TEST_F(edu, dma_round_trip)
 {
@@ -523,13 +572,6 @@ static int faults_logged(int kmsg)
 	return count;
 }
 
-static unsigned long env_ulong(const char *name, unsigned long def)
-{
-	const char *val = getenv(name);
-
-	return val && *val ? strtoul(val, NULL, 0) : def;
-}
-
 /*
  * A pool of huge pages for the stress test, so that mappings of 2 MiB and
  * more are physically contiguous and 2 MiB aligned, as a 2 MiB IOMMU page
@@ -589,7 +631,8 @@ static int stress_dma(uint8_t *bar, const struct stress_map *m, uint32_t seed,
 /*
  * Map, DMA through and unmap in a loop, with sizes from 4 KiB to 8 MiB
  * (2 MiB multiples on 2 MiB boundaries of IOVA and memory, so the IOMMU can
- * use 2 MiB pages, and smaller ones anywhere, straddling 2 MiB boundaries),
+ * use 2 MiB pages, and smaller ones anywhere, straddling 2 MiB boundaries;
+ * sizes and places are rounded up to the granule, 64 KiB on some IOMMUs),
  * up to STRESS_SLOTS mappings alive at once. Every mapping carries a checked
  * transfer when it is made and another just before it is unmapped; no fault
  * may be logged. Each transfer takes the edu 100 ms of virtual time, and the
@@ -639,15 +682,18 @@ TEST_F_TIMEOUT(edu, stress_map_dma_unmap, 1200)
 			continue;
 		}
 		m->size = sizes[rand() % ARRAY_SIZE(sizes)];
+		m->size = (m->size + self->granule - 1) & ~(self->granule - 1);
 		if (m->size >= SZ_2M) {
 			m->iova = IOVA_STRESS + slot * STRESS_WINDOW +
 				  SZ_2M * (rand() % ((STRESS_WINDOW - m->size) / SZ_2M + 1));
 			m->va = pool + SZ_2M * (rand() % ((pool_size - m->size) / SZ_2M + 1));
 			huge++;
 		} else {
-			m->iova = IOVA_STRESS + slot * STRESS_WINDOW + 0x1000 *
-				  (rand() % ((STRESS_WINDOW - m->size) / 0x1000 + 1));
-			m->va = pool + 0x1000 * (rand() % ((pool_size - m->size) / 0x1000 + 1));
+			uint64_t g = self->granule;
+
+			m->iova = IOVA_STRESS + slot * STRESS_WINDOW + g *
+				  (rand() % ((STRESS_WINDOW - m->size) / g + 1));
+			m->va = pool + g * (rand() % ((pool_size - m->size) / g + 1));
 		}
 		ASSERT_EQ(0, map_dma(self->container, m->va, m->iova, m->size))
 			TH_LOG("op %lu: map %#llx+%#llx", op,
