@@ -212,12 +212,13 @@ def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
     pairs = qemu_counts["pairs"]
     # The headline comes from the driver's counters where it has them (ours),
     # else from QEMU's trace (6.12); QEMU's view is kept for both.
-    counts = driver_counts(diags) if driver == "ours" else qemu_counts
+    ours = driver.startswith("ours")
+    counts = driver_counts(diags) if ours else qemu_counts
     if counts is None:
         raise StepError(f"{name}: no driver counters in the console ({result.log})")
     row.update(requests_per_1k_maps=per_1k(counts["requests"], pairs),
                kicks_per_1k_maps=per_1k(counts["kicks"], pairs),
-               pairs=pairs, counted_by="driver" if driver == "ours" else "qemu-trace",
+               pairs=pairs, counted_by="driver" if ours else "qemu-trace",
                qemu_requests_per_1k_maps=per_1k(qemu_counts["requests"], pairs),
                qemu_kicks_per_1k_maps=per_1k(qemu_counts["kicks"], pairs))
     return row
@@ -231,7 +232,7 @@ def viommu_table(rows: list[dict]) -> str:
     def x(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if a and b else "-"
 
-    out = [f"{'driver':6} {'mode':6} {'map ns':>8} {'unmap ns':>8} {'req/1k':>8} "
+    out = [f"{'driver':15} {'mode':6} {'map ns':>8} {'unmap ns':>8} {'req/1k':>8} "
            f"{'kicks/1k':>8}   {'vs 6.12: map':>12} {'unmap':>6} {'kicks':>6}"
            f"   {'vs none: map':>12} {'unmap':>6}"]
     for r in rows:
@@ -241,7 +242,7 @@ def viommu_table(rows: list[dict]) -> str:
               if base and r is not base else f"{'':12} {'':6} {'':6}")
         vf = (f"{x(r['map_ns'], floor['map_ns']):>12} {x(r['unmap_ns'], floor['unmap_ns']):>6}"
               if floor and r is not floor else "")
-        out.append(f"{r['driver']:6} {r['mode']:6} {r['map_ns']:>8} {r['unmap_ns']:>8} "
+        out.append(f"{r['driver']:15} {r['mode']:6} {r['map_ns']:>8} {r['unmap_ns']:>8} "
                    f"{r['requests_per_1k_maps']:>8} {r['kicks_per_1k_maps']:>8}   {vs}"
                    f"   {vf}".rstrip())
     return "\n".join(out)

@@ -46,6 +46,13 @@ VIRTIO_IOMMU_TRACE = ("virtio_iommu_attach", "virtio_iommu_detach",
                       "virtio_iommu_report_fault")
 
 
+# Two threads of dma_map_benchmark mapping and unmapping on a spare edu in a
+# strict domain for a few seconds: our driver's kick combining must have
+# made syncs of the two CPUs share exits (dma-bench checks combine_joins).
+COMBINE_CHECK = {"TB_BENCH_GROUP": "DMA", "TB_BENCH_THREADS": "2",
+                 "TB_BENCH_SECONDS": "3", "TB_BENCH_EXPECT_COMBINE": "1"}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -96,12 +103,13 @@ _ALL = (
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-lazy"}),
     _sc("x86_64-virtio-iommu-strict",
-        "the virtio-iommu scenario with strict DMA domains (iommu.strict=1)",
+        "the virtio-iommu scenario with strict DMA domains (iommu.strict=1), "
+        "and two CPUs mapping side by side combining their kicks",
         "q35-virtio-iommu", "x86_64",
-        ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
-        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        ("iommu-info", "blk", "net", "vfio-edu", "dma-bench", "viommu-stats"),
+        devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1",
-        env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
+        env={"TB_VIOMMU_DOMAIN": "dma-strict", **COMBINE_CHECK}),
     _sc("x86_64-virtio-iommu-identity",
         "the virtio-iommu scenario with identity domains (iommu.passthrough=1)",
         "q35-virtio-iommu", "x86_64",
@@ -110,16 +118,18 @@ _ALL = (
         append=VFIO_UNSAFE_IRQS + " iommu.passthrough=1",
         env={"TB_VIOMMU_DOMAIN": "bypass"}),
     _sc("x86_64-virtio-iommu-debug",
-        "the virtio-iommu scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
+        "the virtio-iommu scenario on the KASAN/lockdep/UBSAN/kmemleak kernel, "
+        "kick combining on a strict domain included",
         "q35-virtio-iommu", "x86_64-debug",
-        ("kmemleak-clear", "iommu-info", "blk", "net", "vfio-edu", "viommu-stats",
-         "vhost-iommu", "kmemleak"),
-        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        ("kmemleak-clear", "iommu-info", "blk", "net", "vfio-edu", "dma-bench",
+         "viommu-stats", "vhost-iommu", "kmemleak"),
+        devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS, timeout_s=600,
         # The vhost-iommu selftest: its fail-nth sweeps must run here (the
         # kernel has fault injection), and KASAN makes a tenth of the
         # random run take as long as the whole of it elsewhere.
-        env={"VHOST_IOMMU_NEED_FAIL_NTH": "1", "VHOST_IOMMU_RANDOM": "100000"}),
+        env={"VHOST_IOMMU_NEED_FAIL_NTH": "1", "VHOST_IOMMU_RANDOM": "100000",
+             **COMBINE_CHECK, "TB_BENCH_SET_GROUP": "DMA"}),
     _sc("x86_64-vhost-iommu",
         "vhost-iommu: the selftest plays VMM and guest against /dev/vhost-iommu",
         "q35", "x86_64", ("vhost-iommu",)),
@@ -182,7 +192,9 @@ SCENARIOS = {s.name: s for s in _ALL}
 # is a kick of the IOMMU (queue 0 requests, queue 1 events).
 BENCH_TRACE = ("virtio_queue_notify",)
 BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "DMA-FQ")}
-BENCH_KERNELS = {"6.12": "x86_64-stock", "ours": "x86_64"}
+BENCH_KERNELS = {"6.12": "x86_64-stock", "ours": "x86_64", "ours-uncombined": "x86_64"}
+# Our driver with kick combining off (see viommu_kick()), to show what it buys
+BENCH_DRIVER_APPEND = {"ours-uncombined": " virtio_iommu.combine_wait=0"}
 
 
 def _bench(driver: str, mode: str) -> Scenario:
@@ -194,13 +206,15 @@ def _bench(driver: str, mode: str) -> Scenario:
     return _sc(f"bench-viommu-{driver}-{mode}",
                f"DMA map benchmark, {driver} virtio-iommu driver, {mode} domains",
                "q35-virtio-iommu", BENCH_KERNELS[driver], ("dma-bench",),
-               devices=("edu",), append=append, env={"TB_BENCH_GROUP": group},
+               devices=("edu",), append=append + BENCH_DRIVER_APPEND.get(driver, ""),
+               env={"TB_BENCH_GROUP": group},
                extra_trace=BENCH_TRACE)
 
 
 # (driver, mode) of each row of build/bench/viommu.json, in table order
-BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("6.12", "lazy"),
-              ("ours", "lazy"), ("none", "-"))
+BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("ours-uncombined", "strict"),
+              ("6.12", "lazy"), ("ours", "lazy"), ("ours-uncombined", "lazy"),
+              ("none", "-"))
 BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}
 
 # `make bench-vhost`: the vhost-iommu selftest's MAP/UNMAP benchmark (the

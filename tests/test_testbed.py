@@ -164,6 +164,12 @@ def test_bench_viommu_counts():
     assert bench.per_1k(3, 2) == 1500.0
     # The benchmark boots are not make check's: they need the x86_64-stock kernel.
     assert not set(BENCH_SCENARIOS) & set(SCENARIOS)
+    # The uncombined rows boot our kernel with kick combining off, and only that
+    for mode in ("strict", "lazy"):
+        ours = BENCH_SCENARIOS[f"bench-viommu-ours-{mode}"]
+        off = BENCH_SCENARIOS[f"bench-viommu-ours-uncombined-{mode}"]
+        assert (off.kernel, off.machine, off.env) == (ours.kernel, ours.machine, ours.env)
+        assert off.append == ours.append + " virtio_iommu.combine_wait=0"
 
 
 def test_bench_vhost_rows():

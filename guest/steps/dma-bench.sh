@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make bench-viommu`: the kernel's DMA map benchmark (CONFIG_DMA_MAP_BENCHMARK)
-# on the spare edu device, bound to the dma_map_benchmark driver by
-# driver_override. Inputs: TB_BENCH_THREADS, TB_BENCH_SECONDS, TB_BENCH_GROUP
-# (the iommu group type the device must sit in: DMA, DMA-FQ, or none).
+# on a spare edu device (the first no driver holds), bound to the
+# dma_map_benchmark driver by driver_override. Inputs: TB_BENCH_THREADS,
+# TB_BENCH_SECONDS, TB_BENCH_GROUP (the iommu group type the device must sit
+# in: DMA, DMA-FQ, or none). TB_BENCH_SET_GROUP first gives the device's
+# group that type (bind, unbind, write the type, bind again).
+# TB_BENCH_EXPECT_COMBINE=1 (strict domains, our driver): the two threads'
+# syncs must have combined their kicks (the combine_joins counter grew).
 # `make bench-drivers` runs iommu-info first, which checks the driver's
 # page-table switch (TB_PT_PARAM).
 # The host reads the "# dmabench:" lines (the tool's output, the device's
@@ -19,9 +23,16 @@ stats() {
 	done
 }
 
+# counter NAME: the sum of one counter over every virtio-iommu device
+counter() {
+	cat /sys/kernel/debug/virtio-iommu/*/stats 2>/dev/null |
+		awk -v k="$1" '$1 == k { n += $2 } END { print n + 0 }'
+}
+
 dev=
 for d in /sys/bus/pci/devices/*; do
-	if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ]; then
+	if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ] &&
+	   [ ! -e "$d/driver" ]; then
 		dev=$d
 		break
 	fi
@@ -37,6 +48,11 @@ diag "dmabench: device $bdf endpoint $(((0x$bus << 8) | (0x$slot << 3) | fn))"
 
 echo dma_map_benchmark > "$dev/driver_override"
 echo "$bdf" > /sys/bus/pci/drivers_probe
+if [ -n "$TB_BENCH_SET_GROUP" ]; then
+	echo "$bdf" > "$dev/driver/unbind"
+	echo "$TB_BENCH_SET_GROUP" > "$dev/iommu_group/type"
+	echo "$bdf" > /sys/bus/pci/drivers_probe
+fi
 check "$bdf bound to dma_map_benchmark" \
 	[ "$(basename "$(readlink "$dev/driver")")" = dma_map_benchmark ]
 # The device joins its iommu group when a driver binds (the IOMMU came up
@@ -47,6 +63,7 @@ check "$bdf sits in a ${TB_BENCH_GROUP:-?} iommu group (got $group)" \
 	[ "$group" = "$TB_BENCH_GROUP" ]
 
 stats before
+joins=$(counter combine_joins)
 dma_map_benchmark -t "${TB_BENCH_THREADS:-2}" -s "${TB_BENCH_SECONDS:-20}" \
 	-g 1 > /tmp/dmabench.out 2>&1
 status=$?
@@ -57,4 +74,8 @@ check "dma_map_benchmark ran (exit $status)" [ "$status" -eq 0 ]
 # Lazy domains flush their queued invalidations from a timer (10 ms).
 sleep 1
 stats after
+if [ -n "$TB_BENCH_EXPECT_COMBINE" ]; then
+	joins=$(($(counter combine_joins) - joins))
+	check "the threads' syncs combined their kicks ($joins joins)" [ "$joins" -gt 0 ]
+fi
 plan

@@ -21,7 +21,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
-#include <linux/delay.h>
 #include <linux/dma-map-ops.h>
 #include <linux/interval_tree.h>
 #include <linux/iommu.h>
@@ -60,6 +59,22 @@
 #define VIOMMU_POLL_TIMEOUT_US		(2 * USEC_PER_SEC)
 /* How long a sleeping caller waits. */
 #define VIOMMU_SLEEP_TIMEOUT		(10 * HZ)
+/*
+ * Kick combining (see viommu_kick()): another CPU counts as busy with the
+ * IOMMU if it came to sync within this many (exit + combining wait) times.
+ */
+#define VIOMMU_COMBINE_WINDOW		8
+/* The longest combining wait, whatever an exit costs: interrupts are off */
+#define VIOMMU_COMBINE_MAX_NS		(20 * NSEC_PER_USEC)
+/* Weight of the newest sample in the average notification cost: 1/8 */
+#define VIOMMU_EXIT_EWMA_SHIFT		3
+/* A slower notification (a stalled VMM) counts as this long */
+#define VIOMMU_EXIT_MAX_NS		(100 * NSEC_PER_USEC)
+
+static unsigned int combine_wait = 200;
+module_param(combine_wait, uint, 0644);
+MODULE_PARM_DESC(combine_wait,
+		 "How long a notifier may wait for another CPU's requests, in percent of one exit (0: never; default: 200)");
 
 /* Counters of the whole device, under viommu_dev.rq_lock. */
 struct viommu_stats {
@@ -69,6 +84,9 @@ struct viommu_stats {
 	u64	kicks;			/* notifications sent to the device */
 	u64	kicked_requests;	/* requests those notifications covered */
 	u64	kicks_unneeded;		/* batches the device took unnotified */
+	u64	combine_waits;		/* notifiers that waited for another CPU */
+	u64	combine_joins;		/* of which another CPU's batch joined */
+	u64	combine_wait_ns;	/* time those notifiers waited */
 	u64	sleeps;			/* waits on the request queue interrupt */
 	u64	polls;			/* bounded polls */
 	u64	timeouts;		/* waits that gave up */
@@ -96,8 +114,15 @@ struct viommu_dev {
 	struct list_head		free_slots;
 	struct list_head		inflight;	/* in submission order */
 	unsigned int			unkicked;
-	bool				notifying;	/* a CPU is in the exit */
+	bool				notifying;	/* a CPU waits to kick, or kicks */
+	unsigned int			joins;		/* syncs left to the notifier */
+	int				last_cpu;	/* the CPU that synced last */
+	u64				last_ns;	/* when it did */
+	u64				other_ns;	/* the last sync of any other CPU */
+	u64				exit_ns;	/* average cost of a notification */
+	u64				combine_ns;	/* longest combining wait */
 	u64				next_seq;
+	unsigned int			reaps;		/* reaps that found answers */
 	unsigned int			sleepers;
 	wait_queue_head_t		rq_wait;
 	struct viommu_stats		stats;
@@ -282,13 +307,66 @@ static void viommu_reap(struct viommu_dev *viommu)
 		viommu_complete(viommu, slot, used);
 		any = true;
 	}
+	if (any)
+		WRITE_ONCE(viommu->reaps, viommu->reaps + 1);
 	if (any && viommu->sleepers)
 		wake_up_all(&viommu->rq_wait);
 }
 
 /*
- * Notify the device of the requests added since the last kick; rq_lock held,
- * and dropped around the notification itself.
+ * A CPU comes to sync (viommu_wait()) at @now; rq_lock held. Record it, and
+ * say whether another CPU came recently enough to be worth waiting for:
+ * within VIOMMU_COMBINE_WINDOW rounds of an exit and a combining wait.
+ */
+static bool viommu_note_arrival(struct viommu_dev *viommu, u64 now)
+	__must_hold(&viommu->rq_lock)
+{
+	int cpu = smp_processor_id();
+	u64 other = viommu->last_cpu == cpu ? viommu->other_ns : viommu->last_ns;
+
+	if (viommu->last_cpu != cpu) {
+		viommu->other_ns = viommu->last_ns;
+		viommu->last_cpu = cpu;
+	}
+	viommu->last_ns = now;
+	return viommu->combine_ns && other &&
+	       now - other < VIOMMU_COMBINE_WINDOW *
+			     (viommu->exit_ns + viommu->combine_ns);
+}
+
+/*
+ * The notifier waits, with rq_lock dropped, until another CPU brings its
+ * batch to sync (viommu_kick() counts it in @joins) or combine_ns has
+ * passed; interrupts stay off, as for the exit.
+ */
+static void viommu_combine(struct viommu_dev *viommu, u64 now)
+	__must_hold(&viommu->rq_lock)
+{
+	u64 deadline = now + viommu->combine_ns;
+	unsigned int joins = viommu->joins;
+
+	viommu->stats.combine_waits++;
+	spin_unlock(&viommu->rq_lock);
+	while (READ_ONCE(viommu->joins) == joins && ktime_get_ns() < deadline)
+		cpu_relax();
+	spin_lock(&viommu->rq_lock);
+	viommu->stats.combine_wait_ns += ktime_get_ns() - now;
+	if (viommu->joins != joins)
+		viommu->stats.combine_joins++;
+}
+
+/* Why viommu_kick() is called */
+enum viommu_kick_why {
+	VIOMMU_KICK_AGAIN,		/* a poller looks again */
+	VIOMMU_KICK_SYNC,		/* a caller comes to sync */
+	VIOMMU_KICK_SYNC_COMBINE,	/* one that may wait for other CPUs */
+};
+
+/*
+ * viommu_kick() - notify the device of the requests added since the last kick
+ * @viommu: the device, rq_lock held (dropped around the notification itself)
+ * @why: a caller coming to sync, which may combine its kick or not, or a
+ *	poller looking again
  *
  * The notification is the expensive part, an exit to the VMM that serves the
  * queue before it returns. Leaving the lock free meanwhile lets other CPUs
@@ -300,28 +378,67 @@ static void viommu_reap(struct viommu_dev *viommu)
  * has not taken, so a sleeping waiter is never left without a kick. Pollers
  * call this again on every look.
  *
- * Interrupts stay off across the exit, as they were under the lock: an
- * interrupt or softirq on this CPU (the flush queue's timer, a completion
- * unmapping its buffer) that waited for the device would otherwise spin on
- * the very notification it interrupted until its wait timed out.
+ * Kick combining: when CPUs map and unmap side by side (a multiqueue NIC, a
+ * benchmark's threads), each sync would otherwise pay an exit of its own,
+ * since a request that arrives during another CPU's exit is most often
+ * too late for it. A CPU about to notify while another CPU came to sync
+ * recently waits until that CPU brings its batch, for at most combine_wait
+ * percent of an exit (200 by default, never more than 20 us); one exit then
+ * serves both, and the two leave it together, so their next syncs meet
+ * again. The wait must outlast the time a CPU spends between syncs, not only
+ * an exit, or the CPUs never fall into step: under QEMU's TCG another CPU
+ * joined one wait in four of half an exit, nine in ten of two. The cost of
+ * an exit is measured here (a moving average), so the wait follows the VMM.
+ * A CPU alone never waits, nor does a sync that may not combine (a lazy
+ * domain's, the control path's: see viommu_domain_combines()).
+ *
+ * Interrupts stay off across the wait and the exit, as they were under the
+ * lock: an interrupt or softirq on this CPU (the flush queue's timer, a
+ * completion unmapping its buffer) that waited for the device would
+ * otherwise spin on the very notification it interrupted until its wait
+ * timed out.
  */
-static void viommu_kick(struct viommu_dev *viommu)
+static void viommu_kick(struct viommu_dev *viommu, enum viommu_kick_why why)
 	__must_hold(&viommu->rq_lock)
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	bool combine = false;
+	u64 now = 0, cost;
 
+	if (why != VIOMMU_KICK_AGAIN) {
+		now = ktime_get_ns();
+		combine = viommu_note_arrival(viommu, now) &&
+			  why == VIOMMU_KICK_SYNC_COMBINE;
+		if (viommu->notifying && viommu->unkicked)
+			WRITE_ONCE(viommu->joins, viommu->joins + 1);
+	}
 	while (viommu->unkicked && !viommu->notifying) {
+		viommu->notifying = true;
+		if (combine) {
+			viommu_combine(viommu, now);
+			combine = false;
+		}
 		viommu->stats.kicked_requests += viommu->unkicked;
 		viommu->unkicked = 0;
 		if (!virtqueue_kick_prepare(vq)) {
 			viommu->stats.kicks_unneeded++;
+			viommu->notifying = false;
 			return;
 		}
 		viommu->stats.kicks++;
-		viommu->notifying = true;
 		spin_unlock(&viommu->rq_lock);
+		now = ktime_get_ns();
 		virtqueue_notify(vq);
+		cost = min_t(u64, ktime_get_ns() - now, VIOMMU_EXIT_MAX_NS);
 		spin_lock(&viommu->rq_lock);
+		if (viommu->exit_ns)
+			viommu->exit_ns += (s64)(cost - viommu->exit_ns) >>
+					   VIOMMU_EXIT_EWMA_SHIFT;
+		else
+			viommu->exit_ns = cost;
+		viommu->combine_ns = min_t(u64, VIOMMU_COMBINE_MAX_NS,
+					   div_u64(viommu->exit_ns *
+						   READ_ONCE(combine_wait), 100));
 		viommu->notifying = false;
 	}
 }
@@ -374,20 +491,36 @@ static bool viommu_check(struct viommu_dev *viommu, viommu_cond_t cond,
 }
 
 /*
+ * Between two looks a poller pauses for a microsecond, or less if another
+ * CPU reaps meanwhile (a notifier back from its exit, which served this
+ * poller's requests too): the poller then sees its answer at once, and CPUs
+ * whose kicks combined leave together (see viommu_kick()).
+ */
+static void viommu_poll_pause(struct viommu_dev *viommu, unsigned int reaps)
+{
+	u64 end = ktime_get_ns() + NSEC_PER_USEC;
+
+	while (READ_ONCE(viommu->reaps) == reaps && ktime_get_ns() < end)
+		cpu_relax();
+}
+
+/*
  * viommu_wait() - wait for @cond, rq_lock held (and dropped while waiting)
  *
  * A caller that may sleep enables the request queue interrupt and sleeps;
  * any other caller polls, with the lock dropped (and its interrupts as they
  * were before it took the lock) between two looks, for a bounded time.
+ * @combine lets the kick wait for other CPUs' requests (see viommu_kick()).
  */
 static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
-		       bool may_sleep, unsigned long *flags)
+		       bool may_sleep, bool combine, unsigned long *flags)
 	__must_hold(&viommu->rq_lock)
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
 	ktime_t deadline;
 
-	viommu_kick(viommu);
+	viommu_kick(viommu, combine ? VIOMMU_KICK_SYNC_COMBINE :
+				      VIOMMU_KICK_SYNC);
 	viommu_reap(viommu);
 	if (cond(viommu, arg))
 		return 0;
@@ -408,10 +541,12 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		viommu->stats.polls++;
 		deadline = ktime_add_us(ktime_get(), VIOMMU_POLL_TIMEOUT_US);
 		for (;;) {
+			unsigned int reaps = viommu->reaps;
+
 			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-			udelay(1);
+			viommu_poll_pause(viommu, reaps);
 			spin_lock_irqsave(&viommu->rq_lock, *flags);
-			viommu_kick(viommu);
+			viommu_kick(viommu, VIOMMU_KICK_AGAIN);
 			viommu_reap(viommu);
 			if (cond(viommu, arg) || virtqueue_is_broken(vq) ||
 			    ktime_after(ktime_get(), deadline))
@@ -438,7 +573,8 @@ static struct viommu_slot *viommu_get_slot(struct viommu_dev *viommu,
 
 	if (list_empty(&viommu->free_slots)) {
 		viommu->stats.slot_waits++;
-		ret = viommu_wait(viommu, viommu_slot_free, 0, may_sleep, flags);
+		ret = viommu_wait(viommu, viommu_slot_free, 0, may_sleep, false,
+				  flags);
 		if (ret)
 			return ERR_PTR(ret);
 	}
@@ -476,15 +612,18 @@ static int viommu_queue(struct viommu_dev *viommu, struct viommu_slot *slot,
 	return 0;
 }
 
-/* Wait for every request queued so far (by anyone) to complete. */
-static int viommu_sync(struct viommu_dev *viommu, bool may_sleep)
+/*
+ * Wait for every request queued so far (by anyone) to complete; @combine as
+ * for viommu_wait().
+ */
+static int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine)
 {
 	unsigned long flags;
 	int ret;
 
 	spin_lock_irqsave(&viommu->rq_lock, flags);
 	ret = viommu_wait(viommu, viommu_seq_done, viommu->next_seq, may_sleep,
-			  &flags);
+			  combine, &flags);
 	spin_unlock_irqrestore(&viommu->rq_lock, flags);
 	return ret;
 }
@@ -528,7 +667,7 @@ static int viommu_send_sync(struct viommu_dev *viommu,
 	if (ret)
 		goto out_unlock;
 	ret = viommu_wait(viommu, viommu_slot_done, (uintptr_t)slot, true,
-			  &flags);
+			  false, &flags);
 	if (ret) {
 		/* Abandoned: the completion returns the slot to the free list. */
 		slot->waited = false;
@@ -706,7 +845,7 @@ static int viommu_replay_mappings(struct viommu_domain *vdomain)
 		pos = m.iova.last + 1;
 	}
 	if (!ret)
-		ret = viommu_sync(vdomain->viommu, true);
+		ret = viommu_sync(vdomain->viommu, true, false);
 	if (!ret)
 		ret = viommu_mapping_error(vdomain, 0, ULLONG_MAX);
 	return ret;
@@ -1011,7 +1150,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 
 	if (viommu) {
 		/* Requests still queued for this domain must not outlive it */
-		viommu_sync(viommu, false);
+		viommu_sync(viommu, false, false);
 		viommu_forget_domain(viommu, vdomain);
 		spin_lock(&viommu->domains_lock);
 		list_del(&vdomain->list);
@@ -1221,6 +1360,21 @@ static phys_addr_t viommu_iova_to_phys(struct iommu_domain *domain,
 	return paddr;
 }
 
+/*
+ * Whether the syncs of @vdomain combine their kicks with other CPUs' (see
+ * viommu_kick()). Not on a lazy domain: its flush queue already batches the
+ * unmaps, so only its maps sync, a whole map and unmap apart on each CPU,
+ * and a map would wait longer for another CPU than the exit it saves.
+ * Measured with dma_map_benchmark's two threads under TCG: combining took
+ * lazy map latency from 24.5 to 37.8 us (6.12's driver: 34.5) for a third
+ * fewer kicks; on strict domains it cut kicks by a third and kept map and
+ * unmap under 6.12's.
+ */
+static bool viommu_domain_combines(struct viommu_domain *vdomain)
+{
+	return vdomain->domain.type != IOMMU_DOMAIN_DMA_FQ;
+}
+
 static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 				 unsigned long iova, size_t size)
 {
@@ -1230,7 +1384,8 @@ static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 	/* Also called while the core builds direct mappings, before attach */
 	if (!vdomain->viommu || !READ_ONCE(vdomain->nr_endpoints) || !size)
 		return 0;
-	ret = viommu_sync(vdomain->viommu, false);
+	ret = viommu_sync(vdomain->viommu, false,
+			  viommu_domain_combines(vdomain));
 	if (ret)
 		return ret;
 	return viommu_mapping_error(vdomain, iova, (u64)iova + size - 1);
@@ -1241,7 +1396,8 @@ static void viommu_flush_iotlb_all(struct iommu_domain *domain)
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 
 	if (vdomain->viommu && READ_ONCE(vdomain->nr_endpoints))
-		viommu_sync(vdomain->viommu, false);
+		viommu_sync(vdomain->viommu, false,
+			    viommu_domain_combines(vdomain));
 }
 
 static void viommu_iotlb_sync(struct iommu_domain *domain,
@@ -1419,9 +1575,11 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 	struct viommu_domain *vdomain;
 	struct viommu_stats st;
 	unsigned long flags;
+	u64 exit_ns;
 
 	spin_lock_irqsave(&viommu->rq_lock, flags);
 	st = viommu->stats;
+	exit_ns = viommu->exit_ns;
 	spin_unlock_irqrestore(&viommu->rq_lock, flags);
 	spin_lock_irqsave(&viommu->ep_lock, flags);
 	ev = viommu->evstats;
@@ -1437,6 +1595,10 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.bad_answers);
 	seq_printf(s, "kicks %llu\nkicked_requests %llu\nkicks_unneeded %llu\n",
 		   st.kicks, st.kicked_requests, st.kicks_unneeded);
+	seq_printf(s, "combine_waits %llu\ncombine_joins %llu\n",
+		   st.combine_waits, st.combine_joins);
+	seq_printf(s, "combine_wait_ns %llu\nexit_ns %llu\n",
+		   st.combine_wait_ns, exit_ns);
 	seq_printf(s, "requests_per_kick_x100 %llu\n",
 		   st.kicks ? div64_u64(st.kicked_requests * 100, st.kicks) : 0);
 	seq_printf(s, "sleeps %llu\npolls %llu\ntimeouts %llu\nslot_waits %llu\n",
@@ -1626,6 +1788,7 @@ static int viommu_probe(struct virtio_device *vdev)
 	INIT_LIST_HEAD(&viommu->free_slots);
 	INIT_LIST_HEAD(&viommu->inflight);
 	init_waitqueue_head(&viommu->rq_wait);
+	viommu->last_cpu = -1;
 	mutex_init(&viommu->probe_mutex);
 	spin_lock_init(&viommu->ep_lock);
 	xa_init(&viommu->endpoints);
