@@ -2,7 +2,8 @@
 """Benchmarks: run them, collect their lines, write build/bench/<name>.json.
 
 `make bench-viommu` boots the DMA map benchmark scenarios (BENCH_SCENARIOS:
-6.12's virtio-iommu driver and ours, strict and lazy, and no IOMMU) and
+6.12's virtio-iommu driver, ours, and ours with kick combining off, strict
+and lazy, and no IOMMU) and
 writes build/bench/viommu.json; see viommu() below.
 
 `make bench-drivers` boots the same benchmark behind QEMU's intel-iommu,
