@@ -197,9 +197,10 @@ SCENARIOS = {s.name: s for s in _ALL}
 # requests, queue 1 events).
 BENCH_TRACE = ("virtio_queue_notify",)
 BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "DMA-FQ")}
-BENCH_KERNELS = {"6.12": "x86_64-stock", "ours": "x86_64", "ours-uncombined": "x86_64"}
-# Our driver with kick combining off (see viommu_kick()), to show what it buys
-BENCH_DRIVER_APPEND = {"ours-uncombined": " virtio_iommu.combine_wait=0"}
+# driver: (kernel target, extra command line). ours-uncombined is our driver
+# with kick combining off (see viommu_kick()), to show what it buys.
+BENCH_DRIVERS = {"6.12": ("x86_64-stock", ""), "ours": ("x86_64", ""),
+                 "ours-uncombined": ("x86_64", " virtio_iommu.combine_wait=0")}
 
 
 def _bench(driver: str, mode: str) -> Scenario:
@@ -208,11 +209,11 @@ def _bench(driver: str, mode: str) -> Scenario:
                    "q35", "x86_64", ("dma-bench",), devices=("edu",),
                    env={"TB_BENCH_GROUP": "none"})
     append, group = BENCH_MODES[mode]
+    kernel, extra = BENCH_DRIVERS[driver]
     return _sc(f"bench-viommu-{driver}-{mode}",
                f"DMA map benchmark, {driver} virtio-iommu driver, {mode} domains",
-               "q35-virtio-iommu", BENCH_KERNELS[driver], ("dma-bench",),
-               devices=("edu",), append=append + BENCH_DRIVER_APPEND.get(driver, ""),
-               env={"TB_BENCH_GROUP": group},
+               "q35-virtio-iommu", kernel, ("dma-bench",),
+               devices=("edu",), append=append + extra, env={"TB_BENCH_GROUP": group},
                extra_trace=BENCH_TRACE)
 
 

@@ -329,9 +329,20 @@ static bool viommu_note_arrival(struct viommu_dev *viommu, u64 now)
 		viommu->last_cpu = cpu;
 	}
 	viommu->last_ns = now;
-	return viommu->combine_ns && other &&
+	return other &&
 	       now - other < VIOMMU_COMBINE_WINDOW *
 			     (viommu->exit_ns + viommu->combine_ns);
+}
+
+/*
+ * Spin, rq_lock not held, until another CPU moves *@counter from @seen (a
+ * counter it writes under rq_lock) or @deadline (ktime ns) passes.
+ */
+static void viommu_spin_until(const unsigned int *counter, unsigned int seen,
+			      u64 deadline)
+{
+	while (READ_ONCE(*counter) == seen && ktime_get_ns() < deadline)
+		cpu_relax();
 }
 
 /*
@@ -342,13 +353,11 @@ static bool viommu_note_arrival(struct viommu_dev *viommu, u64 now)
 static void viommu_combine(struct viommu_dev *viommu, u64 now)
 	__must_hold(&viommu->rq_lock)
 {
-	u64 deadline = now + viommu->combine_ns;
 	unsigned int joins = viommu->joins;
 
 	viommu->stats.combine_waits++;
 	spin_unlock(&viommu->rq_lock);
-	while (READ_ONCE(viommu->joins) == joins && ktime_get_ns() < deadline)
-		cpu_relax();
+	viommu_spin_until(&viommu->joins, joins, now + viommu->combine_ns);
 	spin_lock(&viommu->rq_lock);
 	viommu->stats.combine_wait_ns += ktime_get_ns() - now;
 	if (viommu->joins != joins)
@@ -403,9 +412,10 @@ static void viommu_kick(struct viommu_dev *viommu, enum viommu_kick_why why)
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
 	bool combine = false;
-	u64 now = 0, cost;
+	u64 now = 0, start, cost;
 
-	if (why != VIOMMU_KICK_AGAIN) {
+	/* With combining off (combine_ns 0) no arrival needs recording */
+	if (why != VIOMMU_KICK_AGAIN && viommu->combine_ns) {
 		now = ktime_get_ns();
 		combine = viommu_note_arrival(viommu, now) &&
 			  why == VIOMMU_KICK_SYNC_COMBINE;
@@ -427,9 +437,9 @@ static void viommu_kick(struct viommu_dev *viommu, enum viommu_kick_why why)
 		}
 		viommu->stats.kicks++;
 		spin_unlock(&viommu->rq_lock);
-		now = ktime_get_ns();
+		start = ktime_get_ns();
 		virtqueue_notify(vq);
-		cost = min_t(u64, ktime_get_ns() - now, VIOMMU_EXIT_MAX_NS);
+		cost = min_t(u64, ktime_get_ns() - start, VIOMMU_EXIT_MAX_NS);
 		spin_lock(&viommu->rq_lock);
 		if (viommu->exit_ns)
 			viommu->exit_ns += (s64)(cost - viommu->exit_ns) >>
@@ -491,20 +501,6 @@ static bool viommu_check(struct viommu_dev *viommu, viommu_cond_t cond,
 }
 
 /*
- * Between two looks a poller pauses for a microsecond, or less if another
- * CPU reaps meanwhile (a notifier back from its exit, which served this
- * poller's requests too): the poller then sees its answer at once, and CPUs
- * whose kicks combined leave together (see viommu_kick()).
- */
-static void viommu_poll_pause(struct viommu_dev *viommu, unsigned int reaps)
-{
-	u64 end = ktime_get_ns() + NSEC_PER_USEC;
-
-	while (READ_ONCE(viommu->reaps) == reaps && ktime_get_ns() < end)
-		cpu_relax();
-}
-
-/*
  * viommu_wait() - wait for @cond, rq_lock held (and dropped while waiting)
  *
  * A caller that may sleep enables the request queue interrupt and sleeps;
@@ -540,11 +536,18 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 	} else {
 		viommu->stats.polls++;
 		deadline = ktime_add_us(ktime_get(), VIOMMU_POLL_TIMEOUT_US);
+		/*
+		 * Between two looks, pause for a microsecond, or less if
+		 * another CPU reaps meanwhile (a notifier back from an exit
+		 * that served our requests too): we see our answer at once,
+		 * and CPUs whose kicks combined leave together.
+		 */
 		for (;;) {
 			unsigned int reaps = viommu->reaps;
 
 			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-			viommu_poll_pause(viommu, reaps);
+			viommu_spin_until(&viommu->reaps, reaps,
+					  ktime_get_ns() + NSEC_PER_USEC);
 			spin_lock_irqsave(&viommu->rq_lock, *flags);
 			viommu_kick(viommu, VIOMMU_KICK_AGAIN);
 			viommu_reap(viommu);
