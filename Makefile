@@ -9,7 +9,7 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean bench-pt bench-viommu bench-drivers bench-vhost
+	boot kunit lint check run clean qemu bench-pt bench-viommu bench-drivers bench-vhost
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -21,6 +21,7 @@ help:
 	@echo "make new-patch SUBJECT='x: y' [BODY='...'|BODY_FILE=f]   make them a new patch"
 	@echo "make series              git format-patch the work into out/series/"
 	@echo "make kernel [KERNELS=..] build kernels (default: all that make check boots)"
+	@echo "make qemu                build QEMU with qemu/patches (the scenarios that need it)"
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
@@ -56,6 +57,9 @@ kernel-%: tree
 images: kernel
 	$(TB) images $(KERNELS)
 
+qemu:
+	$(TB) qemu
+
 scenarios:
 	$(TB) scenarios
 
@@ -83,7 +87,7 @@ lint: tree
 
 # The README's test command: builds what it needs, then one pytest run
 # whose summary lists every test.
-check: images
+check: images qemu
 	$(PYTEST) -v -ra tests/
 
 run:

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("targets", nargs="*")
     p = sub.add_parser("boot", help="boot one scenario and print its results")
     p.add_argument("scenario")
+    sub.add_parser("qemu", help="build QEMU with qemu/patches")
     sub.add_parser("scenarios", help="list the boot scenarios")
     p = sub.add_parser("kunit", help="run the kunit suites")
     p.add_argument("suites", nargs="*")
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             from . import initramfs, kernel
             for target in args.targets or kernel.DEFAULT_TARGETS:
                 initramfs.base_image(target)
+        elif args.cmd == "qemu":
+            from . import qemu_build
+            print(qemu_build.build())
         elif args.cmd == "scenarios":
             from .scenarios import SCENARIOS
             for sc in SCENARIOS.values():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import random
+import re
 import subprocess
 import threading
 import time
@@ -24,6 +25,8 @@ DISK_WRITE_MB = 4
 DISK_SCRATCH_MB = 16
 NET_DOWN_MB = 4
 NET_UP_MB = 1
+# The first endpoint ID qemu/patches gives a virtio-mmio transport
+PLATFORM_EP_MIN = 0x10000
 
 
 @dataclass
@@ -114,6 +117,8 @@ def run_scenario(name: str | Scenario) -> Result:
     if not target.image_path.exists():
         raise StepError(f"kernel {sc.kernel} is not built: make kernel-{sc.kernel}")
     machine = qemu.MACHINES[sc.machine]
+    if machine.patched and not Path(qemu.executable(machine)).exists():
+        raise StepError(f"{sc.name} needs our patched QEMU: make qemu")
     work = paths.IMAGES / "scenarios" / sc.name
     work.mkdir(parents=True, exist_ok=True)
     log = paths.LOGS / f"{sc.name}.log"
@@ -153,7 +158,7 @@ def run_scenario(name: str | Scenario) -> Result:
     trace_log.unlink(missing_ok=True)
     guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=sc.append,
                        console_log=log, devices=sc.devices, disk=disk,
-                       trace=sc.trace, trace_log=trace_log)
+                       transport=sc.transport, trace=sc.trace, trace_log=trace_log)
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
 
@@ -181,6 +186,8 @@ def run_scenario(name: str | Scenario) -> Result:
                     trace_log=trace_log if trace_log.exists() else None)
     if disk:
         result.host_checks.append(_disk_check(disk, console))
+    if sc.transport == "mmio":
+        result.host_checks.append(_platform_endpoint_check(result.trace_log, sc))
     return result
 
 
@@ -198,3 +205,26 @@ def _disk_check(disk: Path, console: Console) -> Case:
         f.seek(DISK_READ_MB << 20)
         got = hashlib.sha256(f.read(DISK_WRITE_MB << 20)).hexdigest()
     return Case(name, "pass" if got == want else "fail")
+
+
+def _platform_endpoint_check(trace: Path | None, sc: Scenario) -> Case:
+    """QEMU's virtio-iommu served MAPs in the domains of platform endpoints
+    (IDs from 0x10000: the virtio-mmio transports), one per virtio device
+    the scenario put there."""
+    want = sum(d in ("blk", "net") for d in sc.devices)
+    name = f"MAPs reached the domains of {want} virtio-mmio endpoints (QEMU trace)"
+    domains: dict[int, set[int]] = {}
+    maps: dict[int, int] = {}
+    for line in trace.read_text(errors="replace").splitlines() if trace else []:
+        m = re.search(r"virtio_iommu_(attach|map) domain=(\d+)(?: endpoint=(\d+))?", line)
+        if not m:
+            continue
+        dom = int(m.group(2))
+        if m.group(1) == "attach":
+            domains.setdefault(dom, set()).add(int(m.group(3)))
+        else:
+            maps[dom] = maps.get(dom, 0) + 1
+    got = {ep for dom, eps in domains.items() if maps.get(dom)
+           for ep in eps if ep >= PLATFORM_EP_MIN}
+    detail = f"endpoints {sorted(hex(e) for e in got)}"
+    return Case(name, "pass" if len(got) >= want else "fail", detail)

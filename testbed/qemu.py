@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import qemu_build
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -21,6 +23,7 @@ class Machine:
     cpu: str
     console: str
     iommu_device: str = ""     # a -device that is the IOMMU, if any
+    patched: bool = False      # runs our patched build (testbed/qemu_build.py)
 
     @property
     def has_iommu(self) -> bool:
@@ -44,6 +47,11 @@ MACHINES = {m.name: m for m in (
             "max,pauth-impdef=on", "ttyAMA0"),
     Machine("virt-virtio-iommu", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci"),
+    # qemu/patches: the virtio-mmio transports' DMA goes through the
+    # virtio-iommu too, each transport an endpoint named in the device tree.
+    Machine("virt-virtio-iommu-mmio", "qemu-system-aarch64",
+            "virt,gic-version=3,virtio-mmio-iommu=on", "max,pauth-impdef=on",
+            "ttyAMA0", "virtio-iommu-pci", patched=True),
 )}
 
 
@@ -55,6 +63,7 @@ class Guest:
     append: str
     console_log: Path
     devices: tuple[str, ...] = ()   # "blk", "net", "edu"
+    transport: str = "pci"          # of blk and net: "pci" or "mmio"
     disk: Path | None = None
     memory_mb: int = 1024
     cpus: int = 2
@@ -62,25 +71,36 @@ class Guest:
     trace_log: Path | None = None
 
 
-def _virtio(m: Machine, model: str, extra: str) -> str:
+def _virtio(m: Machine, g: Guest, kind: str, extra: str) -> str:
+    """A virtio device (kind "blk" or "net") on the guest's transport."""
     # ACCESS_PLATFORM (iommu_platform) makes the guest use the DMA API and
     # QEMU translate the device's accesses through the IOMMU.
-    opts = "disable-legacy=on"
+    if g.transport == "mmio":
+        model, opts = f"virtio-{kind}-device", ""
+    else:
+        model, opts = f"virtio-{kind}-pci", ",disable-legacy=on"
     if m.has_iommu:
         opts += ",iommu_platform=on"
-    return f"{model},{extra},{opts}"
+    return f"{model},{extra}{opts}"
 
 
 def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
     if dev == "blk":
         return ["-drive", f"file={g.disk},if=none,id=disk0,format=raw,cache=unsafe",
-                "-device", _virtio(m, "virtio-blk-pci", "drive=disk0")]
+                "-device", _virtio(m, g, "blk", "drive=disk0")]
     if dev == "net":
-        return ["-netdev", "user,id=net0",
-                "-device", _virtio(m, "virtio-net-pci", "netdev=net0,romfile=")]
+        extra = "netdev=net0" + (",romfile=" if g.transport == "pci" else "")
+        return ["-netdev", "user,id=net0", "-device", _virtio(m, g, "net", extra)]
     if dev == "edu":
         return ["-device", "edu"]
     raise ValueError(f"unknown device {dev!r}")
+
+
+def executable(m: Machine) -> str:
+    """Debian's QEMU, or our patched build for a machine that needs it."""
+    if m.patched:
+        return str(qemu_build.binary(m.qemu))
+    return m.qemu
 
 
 def command(m: Machine, g: Guest) -> list[str]:
@@ -88,7 +108,7 @@ def command(m: Machine, g: Guest) -> list[str]:
     accel = "tcg"
     if os.environ.get("TB_KVM") == "1" and m.qemu.endswith("x86_64"):
         accel = "kvm"
-    cmd = [m.qemu, "-machine", m.machine, "-accel", accel,
+    cmd = [executable(m), "-machine", m.machine, "-accel", accel,
            "-cpu", "host" if accel == "kvm" else m.cpu,
            "-smp", str(g.cpus), "-m", str(g.memory_mb),
            "-nodefaults", "-display", "none", "-monitor", "none", "-no-reboot",
@@ -98,6 +118,9 @@ def command(m: Machine, g: Guest) -> list[str]:
     if m.iommu_device:
         # The IOMMU goes first: QEMU wants it before the devices it serves.
         cmd += ["-device", m.iommu_device]
+    if g.transport == "mmio":
+        # Legacy virtio-mmio (QEMU's default) has no ACCESS_PLATFORM bit.
+        cmd += ["-global", "virtio-mmio.force-legacy=false"]
     for dev in g.devices:
         cmd += device_args(m, g, dev)
     if g.trace and g.trace_log:

@@ -66,6 +66,7 @@ class Scenario:
     timeout_s: int = 240
     env: dict = field(default_factory=dict)
     extra_trace: tuple[str, ...] = ()
+    transport: str = "pci"          # of the virtio disk and NIC: "pci" or "mmio"
 
     @property
     def trace(self) -> tuple[str, ...]:
@@ -156,6 +157,18 @@ _ALL = (
         ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
+    # QEMU 7.2 puts only PCI functions behind a virtio-iommu; qemu/patches
+    # adds virtio-mmio transports (endpoint IDs from 0x10000, an "iommus"
+    # property in the device tree). The disk and NIC sit on those, the edu
+    # on PCI: both kinds of endpoint behind one IOMMU.
+    _sc("arm64-virtio-iommu-mmio",
+        "arm64 virt + virtio-iommu-pci (DT), disk and NIC on virtio-mmio behind it "
+        "(patched QEMU), VFIO edu on PCI",
+        "virt-virtio-iommu-mmio", "arm64",
+        ("iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu", "viommu-stats"),
+        devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS,
+        env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"}),
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )

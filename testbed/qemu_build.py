@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-2.0
+"""QEMU with our device-side patches (qemu/patches): Debian's source of the
+QEMU this machine runs, patched, built for the one target that needs it.
+
+The scenarios use Debian's QEMU, a device we did not write, wherever it has
+what a test needs. Where it lacks a device side (virtio-mmio transports
+behind virtio-iommu), qemu/patches adds it and only those scenarios boot
+this build (qemu.Machine.patched).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from . import paths
+from .shell import StepError, build_lock, output, run, step
+
+PATCHES = paths.ROOT / "qemu" / "patches"
+TOP = paths.BUILD / "qemu"
+SRC = TOP / "src"           # the patched source; unchanged files keep their mtimes
+OBJ = TOP / "obj"           # meson/ninja build directory
+STAMP = TOP / "stamp"       # what the last build was made from
+# The source package of the installed system emulator
+PACKAGE = "qemu-system-arm"
+
+# Only the arm virt board and the devices the scenarios put on it (the
+# file's name inside QEMU's configs/devices, where configure looks for it).
+DEVICES = paths.ROOT / "qemu" / "aarch64-softmmu.mak"
+DEVICES_NAME = "testbed"
+CONFIGURE = ["--target-list=aarch64-softmmu", "--without-default-features",
+             "--without-default-devices", "--enable-fdt=system", "--enable-slirp",
+             "--enable-tcg", "--disable-docs", "--disable-werror",
+             "--disable-install-blobs", f"--with-devices-aarch64={DEVICES_NAME}"]
+
+
+def binary(name: str) -> Path:
+    """Path of a system emulator in the patched build."""
+    return OBJ / name
+
+
+def _series() -> list[Path]:
+    names = (PATCHES / "series").read_text().split()
+    return [PATCHES / n for n in names]
+
+
+def source_version() -> str:
+    """Debian source version of the installed QEMU (what we patch)."""
+    ver = output(["dpkg-query", "-W", "-f", "${source:Version}", PACKAGE]).strip()
+    if not ver:
+        raise StepError(f"{PACKAGE} is not installed: make deps")
+    return ver
+
+
+def _stamp(version: str) -> str:
+    h = hashlib.sha256()
+    h.update(version.encode())
+    h.update(DEVICES.read_bytes())
+    h.update(" ".join(CONFIGURE).encode())
+    for p in _series():
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _unpack(version: str, dest: Path) -> None:
+    """Fetch and unpack the source package (Debian's patches applied)."""
+    dl = TOP / "dl"
+    dl.mkdir(parents=True, exist_ok=True)
+    dsc = list(dl.glob(f"qemu_{version.split(':')[-1]}.dsc"))
+    if not dsc:
+        # Needs a deb-src line (.ci/install-deps writes one).
+        run(["apt-get", "source", "--download-only", f"qemu={version}"], cwd=dl,
+            log=paths.LOGS / "qemu-source.log")
+        dsc = list(dl.glob("qemu_*.dsc"))
+    if dest.exists():
+        shutil.rmtree(dest)
+    run(["dpkg-source", "--no-check", "-x", dsc[0], dest],
+        log=paths.LOGS / "qemu-unpack.log")
+
+
+def _patched_source(version: str) -> None:
+    """SRC = the package source plus our series; files our patches did not
+    change keep their mtimes from the last build, so ninja rebuilds little."""
+    fresh = TOP / "src.new"
+    _unpack(version, fresh)
+    for p in _series():
+        run(["patch", "-p1", "--batch", "--quiet", "-i", p], cwd=fresh,
+            log=paths.LOGS / f"qemu-patch-{p.stem}.log")
+    shutil.copy(DEVICES, fresh / "configs" / "devices" / "aarch64-softmmu" /
+                f"{DEVICES_NAME}.mak")
+    SRC.mkdir(parents=True, exist_ok=True)
+    # No -t: rsync leaves a file whose content matches alone.
+    run(["rsync", "-rlp", "--checksum", "--delete", f"{fresh}/", f"{SRC}/"],
+        quiet=True)
+    shutil.rmtree(fresh)
+
+
+def build(force: bool = False) -> Path:
+    """Build the patched qemu-system-aarch64 unless it is up to date."""
+    exe = binary("qemu-system-aarch64")
+    version = source_version()
+    stamp = _stamp(version)
+    if not force and exe.exists() and STAMP.exists() and STAMP.read_text() == stamp:
+        return exe
+    with step(f"qemu {version} + {len(_series())} patches"), build_lock(paths.BUILD_LOCK):
+        _patched_source(version)
+        configured = OBJ / "tb-configure"
+        if not configured.exists() or configured.read_text() != " ".join(CONFIGURE):
+            shutil.rmtree(OBJ, ignore_errors=True)
+            OBJ.mkdir(parents=True)
+            run([SRC / "configure", *CONFIGURE], cwd=OBJ,
+                log=paths.LOGS / "qemu-configure.log")
+            configured.write_text(" ".join(CONFIGURE))
+        run(["ninja", "-j2", exe.name], cwd=OBJ, log=paths.LOGS / "qemu-build.log")
+        STAMP.write_text(stamp)
+    return exe
