@@ -90,6 +90,42 @@ def test_qemu_command_puts_iommu_first_and_virtio_behind_it(tmp_path):
     assert not any("iommu_platform" in a for a in plain)
 
 
+def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
+    g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
+              console_log=tmp_path / "log", devices=("blk", "net", "edu"),
+              disk=tmp_path / "d", transport="mmio")
+    m = MACHINES["virt-virtio-iommu-mmio"]
+    cmd = command(m, g)
+    assert cmd[0].endswith("build/qemu/obj/qemu-system-aarch64")
+    assert "virtio-mmio-iommu=on" in cmd[cmd.index("-machine") + 1]
+    assert "virtio-mmio.force-legacy=false" in cmd
+    devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
+    assert devs[0] == "virtio-iommu-pci"
+    assert devs[1] == "virtio-blk-device,drive=disk0,iommu_platform=on"
+    assert devs[2] == "virtio-net-device,netdev=net0,iommu_platform=on"
+    assert devs[3] == "edu"
+
+
+def test_platform_endpoint_check_reads_the_trace(tmp_path):
+    from testbed.boot import _platform_endpoint_check
+    from testbed.scenarios import SCENARIOS
+    sc = SCENARIOS["arm64-virtio-iommu-mmio"]
+    trace = tmp_path / "t"
+    trace.write_text("virtio_iommu_attach domain=1 endpoint=65536\n"
+                     "virtio_iommu_attach domain=2 endpoint=65537\n"
+                     "virtio_iommu_attach domain=3 endpoint=8\n"
+                     "virtio_iommu_map domain=1 virt_start=0x0 virt_end=0xfff "
+                     "phys_start=0x0 flags=3\n"
+                     "virtio_iommu_map domain=3 virt_start=0x0 virt_end=0xfff "
+                     "phys_start=0x0 flags=3\n")
+    assert _platform_endpoint_check(trace, sc).status == "fail"
+    with trace.open("a") as f:
+        f.write("virtio_iommu_map domain=2 virt_start=0x0 virt_end=0xfff "
+                "phys_start=0x0 flags=3\n")
+    assert _platform_endpoint_check(trace, sc).status == "pass"
+    assert _platform_endpoint_check(None, sc).status == "fail"
+
+
 @pytest.mark.parametrize("line,report", [
     ("DMA-API: preallocated 65536 debug entries", False),
     ("DMA-API: debugging enabled by kernel config", False),
