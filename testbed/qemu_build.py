@@ -40,7 +40,8 @@ def binary(name: str) -> Path:
     return OBJ / name
 
 
-def _series() -> list[Path]:
+def series() -> list[Path]:
+    """Our QEMU patches, in series order."""
     names = (PATCHES / "series").read_text().split()
     return [PATCHES / n for n in names]
 
@@ -58,7 +59,7 @@ def _stamp(version: str) -> str:
     h.update(version.encode())
     h.update(DEVICES.read_bytes())
     h.update(" ".join(CONFIGURE).encode())
-    for p in _series():
+    for p in series():
         h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -84,7 +85,7 @@ def _patched_source(version: str) -> None:
     change keep their mtimes from the last build, so ninja rebuilds little."""
     fresh = TOP / "src.new"
     _unpack(version, fresh)
-    for p in _series():
+    for p in series():
         run(["patch", "-p1", "--batch", "--quiet", "-i", p], cwd=fresh,
             log=paths.LOGS / f"qemu-patch-{p.stem}.log")
     shutil.copy(DEVICES, fresh / "configs" / "devices" / "aarch64-softmmu" /
@@ -103,7 +104,7 @@ def build(force: bool = False) -> Path:
     stamp = _stamp(version)
     if not force and exe.exists() and STAMP.exists() and STAMP.read_text() == stamp:
         return exe
-    with step(f"qemu {version} + {len(_series())} patches"), build_lock(paths.BUILD_LOCK):
+    with step(f"qemu {version} + {len(series())} patches"), build_lock(paths.BUILD_LOCK):
         _patched_source(version)
         configured = OBJ / "tb-configure"
         if not configured.exists() or configured.read_text() != " ".join(CONFIGURE):
