@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 from pathlib import Path
 
 from . import paths
@@ -70,10 +71,17 @@ def _unpack(version: str, dest: Path) -> None:
     dl.mkdir(parents=True, exist_ok=True)
     dsc = list(dl.glob(f"qemu_{version.split(':')[-1]}.dsc"))
     if not dsc:
-        # Needs a deb-src line (.ci/install-deps writes one).
-        run(["apt-get", "source", "--download-only", f"qemu={version}"], cwd=dl,
-            log=paths.LOGS / "qemu-source.log")
-        dsc = list(dl.glob("qemu_*.dsc"))
+        # Needs a deb-src line (.ci/install-deps writes one). The archive
+        # may have moved on from the installed version: then take its
+        # newest source of QEMU, which our patches still fit within 7.2.
+        log = paths.LOGS / "qemu-source.log"
+        got = run(["apt-get", "source", "--download-only", f"qemu={version}"],
+                  cwd=dl, log=log, check=False)
+        if got.returncode:
+            print(f"warning: no source of qemu {version}, taking the newest",
+                  file=sys.stderr)
+            run(["apt-get", "source", "--download-only", "qemu"], cwd=dl, log=log)
+        dsc = sorted(dl.glob("qemu_*.dsc"))
     if dest.exists():
         shutil.rmtree(dest)
     run(["dpkg-source", "--no-check", "-x", dsc[0], dest],
