@@ -169,6 +169,17 @@ _ALL = (
         devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS,
         env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"}),
+    # The same on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the driver's
+    # device tree path (of_xlate, platform device groups) and its arm64 DMA
+    # path under the debug options, then a kmemleak scan.
+    _sc("arm64-virtio-iommu-mmio-debug",
+        "the arm64 virtio-mmio scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
+        "virt-virtio-iommu-mmio", "arm64-debug",
+        ("kmemleak-clear", "iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu",
+         "viommu-stats", "kmemleak"),
+        devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS, timeout_s=600,
+        env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"}),
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )
