@@ -69,11 +69,11 @@ def _unpack(version: str, dest: Path) -> None:
     """Fetch and unpack the source package (Debian's patches applied)."""
     dl = TOP / "dl"
     dl.mkdir(parents=True, exist_ok=True)
-    dsc = list(dl.glob(f"qemu_{version.split(':')[-1]}.dsc"))
-    if not dsc:
+    exact = dl / f"qemu_{version.split(':')[-1]}.dsc"
+    if not exact.exists():
         # Needs a deb-src line (.ci/install-deps writes one). The archive
         # may have moved on from the installed version: then take its
-        # newest source of QEMU, which our patches still fit within 7.2.
+        # newest source of QEMU (bookworm keeps 7.2, which the patches fit).
         log = paths.LOGS / "qemu-source.log"
         got = run(["apt-get", "source", "--download-only", f"qemu={version}"],
                   cwd=dl, log=log, check=False)
@@ -81,10 +81,12 @@ def _unpack(version: str, dest: Path) -> None:
             print(f"warning: no source of qemu {version}, taking the newest",
                   file=sys.stderr)
             run(["apt-get", "source", "--download-only", "qemu"], cwd=dl, log=log)
-        dsc = sorted(dl.glob("qemu_*.dsc"))
+    # The installed version's, or else the one just fetched
+    dsc = exact if exact.exists() else max(dl.glob("qemu_*.dsc"),
+                                           key=lambda p: p.stat().st_mtime)
     if dest.exists():
         shutil.rmtree(dest)
-    run(["dpkg-source", "--no-check", "-x", dsc[0], dest],
+    run(["dpkg-source", "--no-check", "-x", dsc, dest],
         log=paths.LOGS / "qemu-unpack.log")
 
 
