@@ -24,3 +24,19 @@ def test_qemu_patch(patch):
     res = subprocess.run(["perl", checkpatch, "--no-tree", patch], text=True,
                          capture_output=True)
     assert res.returncode == 0, res.stdout[-2000:]
+
+
+def test_virtio_mmio_device_before_the_iommu_is_refused():
+    """A virtio-mmio device plugged before the virtio-iommu already chose
+    its DMA address space: the board must say so, not boot it untranslated."""
+    qemu = qemu_build.binary("qemu-system-aarch64")
+    assert qemu.exists(), "make qemu"
+    res = subprocess.run(
+        [qemu, "-machine", "virt,virtio-mmio-iommu=on", "-accel", "tcg",
+         "-nodefaults", "-display", "none", "-monitor", "none",
+         "-netdev", "user,id=n0",
+         "-device", "virtio-net-device,netdev=n0,iommu_platform=on",
+         "-device", "virtio-iommu-pci"],
+        text=True, capture_output=True, timeout=60)
+    assert res.returncode != 0
+    assert "plugged before the virtio-iommu" in res.stderr
