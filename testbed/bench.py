@@ -261,7 +261,26 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
     measured, errors = measure_rounds(runs, lambda key, result: viommu_row(*key, result),
                                       threads, seconds, rounds, build)
     rows = [median_row(measured[key], VIOMMU_MEDIANS) for key, _ in runs if key in measured]
+    for row in rows:
+        add_paired_ratios(row, rows)
     return write_rows("viommu.json", rows, viommu_table, errors, threads, seconds)
+
+
+def add_paired_ratios(row: dict, rows: list[dict]) -> None:
+    """Each round's time against 6.12's in the same mode and round (booted
+    minutes apart, so drifts of the machine cancel), and their medians, as
+    "map_vs_612" and "unmap_vs_612"; a second view beside the medians'
+    ratio that the table prints."""
+    ref = next((r for r in rows if r["driver"] == "6.12" and r["mode"] == row["mode"]), None)
+    if not ref or ref is row:
+        return
+    for key in ("map_ns", "unmap_ns"):
+        pairs = list(zip(row.get(f"{key}_runs", []), ref.get(f"{key}_runs", [])))
+        ratios = [round(a / b, 2) for a, b in pairs if b]
+        if ratios:
+            name = key.replace("_ns", "_vs_612")
+            row[f"{name}_runs"] = ratios
+            row[name] = round(statistics.median(ratios), 2)
 
 
 # --- make bench-drivers -----------------------------------------------------

@@ -328,3 +328,18 @@ def test_smmuv3_granule_scenarios(kib, name):
     assert {v for v in pages.values() if v in lines} == ({pages[kib]} if kib in pages else set())
     assert int(sc.env["TB_IOMMU_GRANULE"], 0) == kib << 10
     assert sc.env["TB_PT_WANT"] == "Y"
+
+
+def test_bench_paired_ratios():
+    from testbed import bench
+    ref = {"driver": "6.12", "mode": "strict", "map_ns_runs": [200, 100, 400],
+           "unmap_ns_runs": [100, 100, 100]}
+    ours = {"driver": "ours", "mode": "strict", "map_ns_runs": [100, 90, 200],
+            "unmap_ns_runs": [150, 50, 80]}
+    lazy = {"driver": "ours", "mode": "lazy", "map_ns_runs": [1], "unmap_ns_runs": [1]}
+    rows = [ref, ours, lazy]
+    for row in rows:
+        bench.add_paired_ratios(row, rows)
+    assert ours["map_vs_612_runs"] == [0.5, 0.9, 0.5] and ours["map_vs_612"] == 0.5
+    assert ours["unmap_vs_612_runs"] == [1.5, 0.5, 0.8] and ours["unmap_vs_612"] == 0.8
+    assert "map_vs_612" not in ref and "map_vs_612" not in lazy
