@@ -118,7 +118,7 @@ def dma_bench_run(sc: Scenario, threads: int, seconds: int) -> Scenario:
 # whole 100 ns per operation, so a latency is a multiple of 100 ns, rounded down.
 LATENCY = re.compile(r"dmabench: average (?P<op>map|unmap) latency\(us\):(?P<us>[0-9.]+)")
 ENDPOINT = re.compile(r"dmabench: device \S+ endpoint (?P<ep>\d+)")
-STATS = re.compile(r"viommu-(?P<when>before|after): (?P<key>[a-z_]+) (?P<val>\d+)$")
+STATS = re.compile(r"viommu-(?P<when>before|after): (?P<key>[a-z0-9_]+) (?P<val>\d+)$")
 # Our driver's request counters (debugfs stats), by request type.
 REQUEST_TYPES = ("attach", "detach", "map", "unmap", "probe")
 

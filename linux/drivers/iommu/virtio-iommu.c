@@ -76,6 +76,11 @@ module_param(combine_wait, uint, 0644);
 MODULE_PARM_DESC(combine_wait,
 		 "How long a notifier may wait for another CPU's requests, in percent of one exit (0: never; default: 200)");
 
+/* Buckets of the combining wait histogram (debugfs) */
+#define VIOMMU_WAIT_BUCKETS		5
+/* A combining wait that ends this much past its limit overran it */
+#define VIOMMU_OVERRUN_NS		NSEC_PER_USEC
+
 /* Counters of the whole device, under viommu_dev.rq_lock. */
 struct viommu_stats {
 	u64	requests[VIRTIO_IOMMU_T_PROBE + 1];
@@ -87,6 +92,9 @@ struct viommu_stats {
 	u64	combine_waits;		/* notifiers that waited for another CPU */
 	u64	combine_joins;		/* of which another CPU's batch joined */
 	u64	combine_wait_ns;	/* time those notifiers waited */
+	/* those waits by length: <2, 2-4, 4-8, 8-16, >=16 us (2^11 ns units) */
+	u64	combine_wait_hist[VIOMMU_WAIT_BUCKETS];
+	u64	combine_overruns;	/* waits that ended late (vCPU preempted) */
 	u64	sleeps;			/* waits on the request queue interrupt */
 	u64	polls;			/* bounded polls */
 	u64	timeouts;		/* waits that gave up */
@@ -354,12 +362,18 @@ static void viommu_combine(struct viommu_dev *viommu, u64 now)
 	__must_hold(&viommu->rq_lock)
 {
 	unsigned int joins = viommu->joins;
+	u64 limit = viommu->combine_ns, waited;
 
 	viommu->stats.combine_waits++;
 	spin_unlock(&viommu->rq_lock);
-	viommu_spin_until(&viommu->joins, joins, now + viommu->combine_ns);
+	viommu_spin_until(&viommu->joins, joins, now + limit);
 	spin_lock(&viommu->rq_lock);
-	viommu->stats.combine_wait_ns += ktime_get_ns() - now;
+	waited = ktime_get_ns() - now;
+	viommu->stats.combine_wait_ns += waited;
+	viommu->stats.combine_wait_hist[min_t(unsigned int, fls64(waited >> 11),
+					      VIOMMU_WAIT_BUCKETS - 1)]++;
+	if (waited > limit + VIOMMU_OVERRUN_NS)
+		viommu->stats.combine_overruns++;
 	if (viommu->joins != joins)
 		viommu->stats.combine_joins++;
 }
@@ -1602,6 +1616,10 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.combine_waits, st.combine_joins);
 	seq_printf(s, "combine_wait_ns %llu\nexit_ns %llu\n",
 		   st.combine_wait_ns, exit_ns);
+	seq_printf(s, "combine_wait_lt2us %llu\ncombine_wait_2to4us %llu\ncombine_wait_4to8us %llu\ncombine_wait_8to16us %llu\ncombine_wait_ge16us %llu\ncombine_overruns %llu\n",
+		   st.combine_wait_hist[0], st.combine_wait_hist[1],
+		   st.combine_wait_hist[2], st.combine_wait_hist[3],
+		   st.combine_wait_hist[4], st.combine_overruns);
 	seq_printf(s, "requests_per_kick_x100 %llu\n",
 		   st.kicks ? div64_u64(st.kicked_requests * 100, st.kicks) : 0);
 	seq_printf(s, "sleeps %llu\npolls %llu\ntimeouts %llu\nslot_waits %llu\n",
