@@ -10,6 +10,7 @@ import re
 import subprocess
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,24 +208,34 @@ def _disk_check(disk: Path, console: Console) -> Case:
     return Case(name, "pass" if got == want else "fail")
 
 
+def trace_counts(trace: Path | None) -> tuple[Counter, dict[int, set[int]], Counter]:
+    """From QEMU's virtio-iommu trace: events per type, the endpoints
+    attached to each domain, and the MAPs into each domain."""
+    events: Counter = Counter()
+    domains: dict[int, set[int]] = {}
+    maps: Counter = Counter()
+    for line in trace.read_text(errors="replace").splitlines() if trace else []:
+        m = re.search(r"virtio_iommu_(\w+)\s*(.*)", line)
+        if not m:
+            continue
+        name, args = m.group(1), m.group(2)
+        events[name] += 1
+        fields = dict(kv.split("=", 1) for kv in args.split() if "=" in kv)
+        if name == "attach":
+            domains.setdefault(int(fields["domain"]), set()).add(int(fields["endpoint"]))
+        elif name == "map":
+            maps[int(fields["domain"])] += 1
+    return events, domains, maps
+
+
 def _platform_endpoint_check(trace: Path | None, sc: Scenario) -> Case:
     """QEMU's virtio-iommu served MAPs in the domains of platform endpoints
     (IDs from 0x10000: the virtio-mmio transports), one per virtio device
     the scenario put there."""
     want = sum(d in ("blk", "net") for d in sc.devices)
     name = f"MAPs reached the domains of {want} virtio-mmio endpoints (QEMU trace)"
-    domains: dict[int, set[int]] = {}
-    maps: dict[int, int] = {}
-    for line in trace.read_text(errors="replace").splitlines() if trace else []:
-        m = re.search(r"virtio_iommu_(attach|map) domain=(\d+)(?: endpoint=(\d+))?", line)
-        if not m:
-            continue
-        dom = int(m.group(2))
-        if m.group(1) == "attach":
-            domains.setdefault(dom, set()).add(int(m.group(3)))
-        else:
-            maps[dom] = maps.get(dom, 0) + 1
-    got = {ep for dom, eps in domains.items() if maps.get(dom)
+    _, domains, maps = trace_counts(trace)
+    got = {ep for dom, eps in domains.items() if maps[dom]
            for ep in eps if ep >= PLATFORM_EP_MIN}
     detail = f"endpoints {sorted(hex(e) for e in got)}"
     return Case(name, "pass" if len(got) >= want else "fail", detail)

@@ -101,3 +101,14 @@ def slug(subject: str) -> str:
     """The file-name form of a subject, as git format-patch makes it."""
     s = re.sub(r"[^A-Za-z0-9._]+", "-", subject).strip("-.")
     return s[:52].rstrip("-.")
+
+
+def message_problems(pf: PatchFile) -> list[str]:
+    """What a reviewer would refuse in @pf's commit message: no sign-off, or
+    too few words to say why."""
+    out = []
+    if not re.search(r"^Signed-off-by: .+ <.+@.+>$", pf.body, re.M):
+        out.append("not signed off")
+    if len(pf.body.split("Signed-off-by:")[0].split()) < 20:
+        out.append("the commit message explains too little")
+    return out

@@ -107,12 +107,12 @@ def _patched_source(version: str) -> None:
     shutil.rmtree(fresh)
 
 
-def build(force: bool = False) -> Path:
+def build() -> Path:
     """Build the patched qemu-system-aarch64 unless it is up to date."""
     exe = binary("qemu-system-aarch64")
     version = source_version()
     stamp = _stamp(version)
-    if not force and exe.exists() and STAMP.exists() and STAMP.read_text() == stamp:
+    if exe.exists() and STAMP.exists() and STAMP.read_text() == stamp:
         return exe
     with step(f"qemu {version} + {len(series())} patches"), build_lock(paths.BUILD_LOCK):
         _patched_source(version)

@@ -8,34 +8,12 @@ trace of virtio-iommu), the faults, and how long each part took.
 
 from __future__ import annotations
 
-import re
 import time
-from collections import Counter
-from pathlib import Path
 
 from . import boot, initramfs, kernel, tree
 from .shell import step
 
 SCENARIO = "x86_64-virtio-iommu"
-
-
-def trace_counts(trace: Path | None) -> tuple[Counter, dict[int, set[int]]]:
-    """Events per type, and the endpoints attached to each domain."""
-    events: Counter = Counter()
-    domains: dict[int, set[int]] = {}
-    if not trace:
-        return events, domains
-    for line in trace.read_text(errors="replace").splitlines():
-        m = re.search(r"(virtio_iommu_\w+)\s*(.*)", line)
-        if not m:
-            continue
-        name, args = m.group(1)[len("virtio_iommu_"):], m.group(2)
-        events[name] += 1
-        if name == "attach":
-            fields = dict(kv.split("=", 1) for kv in args.split() if "=" in kv)
-            domains.setdefault(int(fields["domain"]), set()).add(
-                int(fields["endpoint"]))
-    return events, domains
 
 
 def driver_counters(con) -> list[str]:
@@ -73,7 +51,7 @@ def render(result: boot.Result, build_s: float) -> str:
     con = result.console
     info = con.steps.get("iommu-info")
     diags = info.diagnostics() if info else []
-    events, domains = trace_counts(result.trace_log)
+    events, domains, _ = boot.trace_counts(result.trace_log)
     lines = [f"== {result.scenario.summary}"]
     lines += [f"IOMMU:     {d.split(': ', 1)[1]}" for d in diags if d.startswith("iommu:")]
     lines += [f"group:     {d.split(': ', 1)[1]}" for d in diags if d.startswith("group:")]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 # What each IOMMU driver prints for a translation fault (kernel log, ERE).
@@ -84,6 +85,27 @@ def _sc(*args, **kw) -> Scenario:
     return Scenario(*args, **kw)
 
 
+# QEMU 7.2 puts only PCI functions behind a virtio-iommu; qemu/patches adds
+# virtio-mmio transports (endpoint IDs from 0x10000, an "iommus" property in
+# the device tree). The disk and NIC sit on those, the edu on PCI: both
+# kinds of endpoint behind one IOMMU.
+MMIO_STEPS = ("iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu", "viommu-stats")
+MMIO = _sc("arm64-virtio-iommu-mmio",
+           "arm64 virt + virtio-iommu-pci (DT), disk and NIC on virtio-mmio behind it "
+           "(patched QEMU), VFIO edu on PCI",
+           "virt-virtio-iommu-mmio", "arm64", MMIO_STEPS,
+           devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
+           append=VFIO_UNSAFE_IRQS,
+           env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"})
+# The same on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the driver's
+# device tree path (of_xlate, platform device groups) and its arm64 DMA path
+# under the debug options, then a kmemleak scan.
+MMIO_DEBUG = dataclasses.replace(
+    MMIO, name="arm64-virtio-iommu-mmio-debug",
+    summary="the arm64 virtio-mmio scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
+    kernel="arm64-debug", steps=("kmemleak-clear", *MMIO_STEPS, "kmemleak"), timeout_s=600)
+
+
 def _smmuv3_granule(kib: int) -> Scenario:
     """SMMUv3 on a kernel with @kib KiB pages: the driver takes the granule
     of the CPU page size, so its tables are generic_pt's ARMv8 format at
@@ -157,29 +179,8 @@ _ALL = (
         ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
-    # QEMU 7.2 puts only PCI functions behind a virtio-iommu; qemu/patches
-    # adds virtio-mmio transports (endpoint IDs from 0x10000, an "iommus"
-    # property in the device tree). The disk and NIC sit on those, the edu
-    # on PCI: both kinds of endpoint behind one IOMMU.
-    _sc("arm64-virtio-iommu-mmio",
-        "arm64 virt + virtio-iommu-pci (DT), disk and NIC on virtio-mmio behind it "
-        "(patched QEMU), VFIO edu on PCI",
-        "virt-virtio-iommu-mmio", "arm64",
-        ("iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu", "viommu-stats"),
-        devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
-        append=VFIO_UNSAFE_IRQS,
-        env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"}),
-    # The same on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the driver's
-    # device tree path (of_xlate, platform device groups) and its arm64 DMA
-    # path under the debug options, then a kmemleak scan.
-    _sc("arm64-virtio-iommu-mmio-debug",
-        "the arm64 virtio-mmio scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
-        "virt-virtio-iommu-mmio", "arm64-debug",
-        ("kmemleak-clear", "iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu",
-         "viommu-stats", "kmemleak"),
-        devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
-        append=VFIO_UNSAFE_IRQS, timeout_s=600,
-        env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"}),
+    MMIO,
+    MMIO_DEBUG,
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )

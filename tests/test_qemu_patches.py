@@ -2,23 +2,19 @@
 """Our QEMU patches (qemu/patches): signed off, explained, and clean by
 QEMU's own checkpatch.pl, from the source tree `make qemu` patched."""
 
-import re
 import subprocess
 
 import pytest
 
 from testbed import qemu_build
-from testbed.patchfile import parse
+from testbed.patchfile import message_problems, parse
 
 PATCHES = qemu_build.series()
 
 
 @pytest.mark.parametrize("patch", PATCHES, ids=[p.name[:40] for p in PATCHES])
 def test_qemu_patch(patch):
-    pf = parse(patch.read_text())
-    assert re.search(r"^Signed-off-by: .+ <.+@.+>$", pf.body, re.M)
-    body = pf.body.split("Signed-off-by:")[0].strip()
-    assert len(body.split()) >= 20, "the commit message explains too little"
+    assert not message_problems(parse(patch.read_text()))
     checkpatch = qemu_build.SRC / "scripts" / "checkpatch.pl"
     assert checkpatch.exists(), "QEMU's source is not unpacked: make qemu"
     res = subprocess.run(["perl", checkpatch, "--no-tree", patch], text=True,

@@ -1,18 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """The series: well-formed patches that apply to the base and rebuild the tree."""
 
-import re
-
 from testbed import paths, tree
-from testbed.patchfile import parse, read_series
+from testbed.patchfile import message_problems, parse, read_series
 
 
 def test_every_patch_is_signed_off_and_explained():
     for p in read_series(paths.PATCHES):
         pf = parse(p.read_text())
-        assert re.search(r"^Signed-off-by: .+ <.+@.+>$", pf.body, re.M), p.name
-        body = pf.body.split("Signed-off-by:")[0].strip()
-        assert len(body.split()) >= 20, f"{p.name}: the commit message explains too little"
+        assert not message_problems(pf), f"{p.name}: {message_problems(pf)}"
         assert len(pf.subject) <= 75, f"{p.name}: subject longer than 75 characters"
 
 
