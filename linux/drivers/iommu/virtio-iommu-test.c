@@ -2,11 +2,13 @@
 /*
  * KUnit tests of the virtio-iommu wire helpers: request encoding byte for
  * byte, status to errno, and the decoding of PROBE properties and fault
- * records, with well-formed and malformed device answers.
+ * records, with well-formed and malformed device answers. And of the
+ * record of a domain's MAP requests in its page table.
  */
 #include <kunit/test.h>
 #include <linux/unaligned.h>
 
+#include "virtio-iommu-maps.h"
 #include "virtio-iommu-wire.h"
 
 static void viommu_test_encode_attach(struct kunit *test)
@@ -331,6 +333,221 @@ static void viommu_test_fault(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info.reason, 0x42);
 }
 
+/* The MAP record */
+
+#define VIOMMU_TEST_RW	(IOMMU_READ | IOMMU_WRITE)
+
+static void viommu_test_maps_init(struct kunit *test, struct viommu_maps *m)
+{
+	KUNIT_ASSERT_EQ(test, viommu_maps_init(m, GFP_KERNEL), 0);
+}
+
+/* Every table page goes with the domain */
+static void viommu_test_maps_done(struct kunit *test, struct viommu_maps *m)
+{
+	viommu_maps_destroy(m);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&m->table.nr_tables), 0);
+}
+
+static u64 viommu_test_phys(struct viommu_maps *m, u64 iova)
+{
+	return gpt_iova_to_phys(&m->table, iova);
+}
+
+/* Maps and unmaps of the same ranges, as the DMA API makes them */
+static void viommu_test_maps_exact(struct kunit *test)
+{
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x10000, 0x10fff, 0x80000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x11000, 0x18fff, 0x90000,
+					      IOMMU_READ, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x11234), 0x90234);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x10000, 0x10fff), 0x1000);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x10000), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x11000), 0x90000);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x11000, 0x18fff), 0x8000);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x11000, 0x18fff), 0);
+
+	/* A 2M block and a page after it, removed together */
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, SZ_2M, SZ_4M + SZ_4K - 1,
+					      SZ_2M, VIOMMU_TEST_RW,
+					      GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, SZ_4M + 8), SZ_4M + 8);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, SZ_2M, SZ_4M + SZ_4K - 1),
+			SZ_2M + SZ_4K);
+	viommu_test_maps_done(test, &m);
+}
+
+/* A MAP over another is refused and leaves nothing of itself behind */
+static void viommu_test_maps_overlap(struct kunit *test)
+{
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x20000, 0x20fff, 0x1000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x1e000, 0x21fff, 0x100000,
+					      VIOMMU_TEST_RW, GFP_KERNEL),
+			-EEXIST);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x1e000), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x20000), 0x1000);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x20000, 0x20fff, 0x1000,
+					      VIOMMU_TEST_RW, GFP_KERNEL),
+			-EEXIST);
+	/* Out of reach, backwards, no access, misaligned */
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0, VIOMMU_TABLE_LAST + SZ_4K,
+					      0, VIOMMU_TEST_RW, GFP_KERNEL),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x5000, 0x4fff, 0,
+					      VIOMMU_TEST_RW, GFP_KERNEL),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x30000, 0x30fff, 0, 0,
+					      GFP_KERNEL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x30800, 0x317ff, 0,
+					      VIOMMU_TEST_RW, GFP_KERNEL),
+			-EINVAL);
+	/* The refused range is free for a MAP that fits */
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x1e000, 0x1ffff, 0x100000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x1e000, 0x20fff), 0x3000);
+	viommu_test_maps_done(test, &m);
+}
+
+/* Unmaps that do not match MAPs: refused at the start, widened at the end */
+static void viommu_test_maps_partial(struct kunit *test)
+{
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x40000, 0x47fff, 0x200000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x41000, 0x47fff), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x41000), 0x201000);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x40000, 0x40fff), 0x8000);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x47000), 0);
+
+	/* Widening stops where the next MAP starts, even right after */
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x50000, 0x51fff, 0x300000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x52000, 0x52fff, 0x400000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x50000, 0x50fff), 0x2000);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, 0x52000), 0x400000);
+	/* Holes at either end are covered, not refused */
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x51000, 0x52fff), 0x2000);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x60000, 0x60fff, 0x500000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x60000, 0x6ffff), 0x10000);
+	/* Nothing there, or out of reach */
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x70000, 0x7ffff), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, VIOMMU_TABLE_LAST + 1,
+					      U64_MAX), 0);
+	viommu_test_maps_done(test, &m);
+}
+
+/* Refusals are found through the MAP's first page and go with the MAP */
+static void viommu_test_maps_refused(struct kunit *test)
+{
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x80000, 0x83fff, 0x600000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, 0x90000, 0x90fff, 0x700000,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, 0, VIOMMU_TABLE_LAST), 0);
+	viommu_maps_refused(&m, 0x80000, -ENOMEM);
+	viommu_maps_refused(&m, 0x80000, -ENOMEM);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 1);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, 0x80000, 0x83fff), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, 0x90000, 0x90fff), 0);
+	/* A refusal where nothing is mapped any more is ignored */
+	viommu_maps_refused(&m, 0xa0000, -EIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 1);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, 0x80000, 0x83fff), 0x4000);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, 0, U64_MAX), 0);
+	viommu_test_maps_done(test, &m);
+}
+
+struct viommu_test_replayed {
+	u64 start[4], last[4], pa[4];
+	int prot[4];
+	unsigned int n;
+	unsigned int stop;		/* stop after this many, 0: never */
+};
+
+static int viommu_test_replay_fn(u64 start, u64 last, phys_addr_t pa,
+				 int prot, void *arg)
+{
+	struct viommu_test_replayed *r = arg;
+
+	if (r->n < ARRAY_SIZE(r->start)) {
+		r->start[r->n] = start;
+		r->last[r->n] = last;
+		r->pa[r->n] = pa;
+		r->prot[r->n] = prot & (VIOMMU_TEST_RW | IOMMU_MMIO);
+	}
+	r->n++;
+	return r->n == r->stop ? 7 : 0;
+}
+
+/* Replay gives back the MAPs as recorded, whatever pages hold them */
+static void viommu_test_maps_replay(struct kunit *test)
+{
+	static const struct {
+		u64 start, last, pa;
+		int prot;
+	} want[] = {
+		{ 0x1000, 0x1fff, 0x2000, IOMMU_READ },
+		{ 0x2000, 0x3fff, 0x9000, IOMMU_WRITE },
+		{ SZ_2M, SZ_4M + SZ_8K - 1, 5 * SZ_2M,
+		  VIOMMU_TEST_RW | IOMMU_MMIO },
+		{ SZ_1G, SZ_2G - 1, SZ_1G, VIOMMU_TEST_RW },
+	};
+	struct viommu_test_replayed r = {};
+	struct viommu_maps m;
+	unsigned int i;
+
+	viommu_test_maps_init(test, &m);
+	for (i = 0; i < ARRAY_SIZE(want); i++)
+		KUNIT_ASSERT_EQ(test, viommu_maps_add(&m, want[i].start,
+						      want[i].last, want[i].pa,
+						      want[i].prot, GFP_KERNEL),
+				0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, viommu_test_replay_fn,
+						 &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, ARRAY_SIZE(want));
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		KUNIT_EXPECT_EQ(test, r.start[i], want[i].start);
+		KUNIT_EXPECT_EQ(test, r.last[i], want[i].last);
+		KUNIT_EXPECT_EQ(test, r.pa[i], want[i].pa);
+		KUNIT_EXPECT_EQ(test, r.prot[i], want[i].prot);
+	}
+	r = (struct viommu_test_replayed){ .stop = 2 };
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, viommu_test_replay_fn,
+						 &r), 7);
+	KUNIT_EXPECT_EQ(test, r.n, 2U);
+	viommu_test_maps_done(test, &m);
+}
+
+static struct kunit_case viommu_maps_cases[] = {
+	KUNIT_CASE(viommu_test_maps_exact),
+	KUNIT_CASE(viommu_test_maps_overlap),
+	KUNIT_CASE(viommu_test_maps_partial),
+	KUNIT_CASE(viommu_test_maps_refused),
+	KUNIT_CASE(viommu_test_maps_replay),
+	{}
+};
+
+static struct kunit_suite viommu_maps_suite = {
+	.name = "virtio-iommu-maps",
+	.test_cases = viommu_maps_cases,
+};
+
 static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_encode_attach),
 	KUNIT_CASE(viommu_test_encode_detach),
@@ -351,7 +568,7 @@ static struct kunit_suite viommu_wire_suite = {
 	.test_cases = viommu_wire_cases,
 };
 
-kunit_test_suite(viommu_wire_suite);
+kunit_test_suites(&viommu_wire_suite, &viommu_maps_suite);
 
 MODULE_DESCRIPTION("KUnit tests of the virtio-iommu wire helpers");
 MODULE_LICENSE("GPL");

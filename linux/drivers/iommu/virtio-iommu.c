@@ -22,7 +22,6 @@
 
 #include <linux/debugfs.h>
 #include <linux/dma-map-ops.h>
-#include <linux/interval_tree.h>
 #include <linux/iommu.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -38,6 +37,7 @@
 #include <linux/xarray.h>
 
 #include "dma-iommu.h"
+#include "virtio-iommu-maps.h"
 #include "virtio-iommu-wire.h"
 
 #define VIOMMU_REQUEST_VQ		0
@@ -180,32 +180,25 @@ struct viommu_slot {
 	int				result;
 };
 
-/* Per-domain counters; each is written under the lock named beside it. */
+/*
+ * Per-domain counters. Maps and unmaps of a domain run on several CPUs at
+ * once without a lock (the table needs none), so their counters are atomic.
+ */
 struct viommu_domain_stats {
-	u64	maps;			/* mappings_lock */
-	u64	unmaps;			/* mappings_lock */
-	u64	mapped_bytes;		/* mappings_lock */
-	u64	unmapped_bytes;		/* mappings_lock */
-	u64	errors;			/* mappings_lock */
-	u64	faults;			/* viommu_dev.ep_lock */
+	atomic64_t	maps;
+	atomic64_t	unmaps;
+	atomic64_t	mapped_bytes;
+	atomic64_t	unmapped_bytes;
+	atomic64_t	errors;
+	u64		faults;			/* viommu_dev.ep_lock */
 };
 
 /*
- * A domain's mappings are kept in an interval tree, one node per MAP
- * request the device holds. MAP/UNMAP mode needs exactly that record: the
- * device refuses an UNMAP that would split one MAP, a domain that loses its
- * last endpoint loses its mappings on the device and must replay them
- * request by request, and a MAP that failed must be found by range. A page
- * table (generic_pt) stores leaves, not request boundaries; it is the
- * structure of the page-table sharing mode, which will sit beside this one
- * with its own domain ops.
+ * A domain's mappings live in a generic_pt table of its own, which also
+ * tells where each MAP request began and ended (virtio-iommu-maps.h).
+ * Page-table sharing will attach a table like this one, in a format the
+ * host walks.
  */
-struct viommu_mapping {
-	struct interval_tree_node	iova;
-	phys_addr_t			paddr;
-	u32				flags;
-	int				err;		/* the device refused it */
-};
 
 struct viommu_domain {
 	struct iommu_domain		domain;
@@ -216,9 +209,7 @@ struct viommu_domain {
 	bool				bypass;
 	unsigned int			nr_endpoints;
 
-	spinlock_t			mappings_lock;
-	struct rb_root_cached		mappings;
-	unsigned int			failed;		/* mappings with err set */
+	struct viommu_maps		maps;
 
 	struct list_head		list;		/* viommu_dev.domains */
 	struct viommu_domain_stats	stats;
@@ -240,21 +231,8 @@ static struct dentry *viommu_debugfs_root;
 static void viommu_mapping_failed(struct viommu_domain *vdomain, u64 start,
 				  int err)
 {
-	struct interval_tree_node *node;
-	unsigned long flags;
-
-	spin_lock_irqsave(&vdomain->mappings_lock, flags);
-	vdomain->stats.errors++;
-	node = interval_tree_iter_first(&vdomain->mappings, start, start);
-	if (node && node->start == start) {
-		struct viommu_mapping *mapping;
-
-		mapping = container_of(node, struct viommu_mapping, iova);
-		if (!mapping->err)
-			vdomain->failed++;
-		mapping->err = err;
-	}
-	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+	atomic64_inc(&vdomain->stats.errors);
+	viommu_maps_refused(&vdomain->maps, start, err);
 }
 
 /* A request came back; rq_lock held. */
@@ -290,9 +268,7 @@ static void viommu_complete(struct viommu_dev *viommu, struct viommu_slot *slot,
 				    le64_to_cpu(slot->req.unmap.virt_start),
 				    le64_to_cpu(slot->req.unmap.virt_end),
 				    slot->vdomain->id, ret);
-		spin_lock(&slot->vdomain->mappings_lock);
-		slot->vdomain->stats.errors++;
-		spin_unlock(&slot->vdomain->mappings_lock);
+		atomic64_inc(&slot->vdomain->stats.errors);
 	}
 
 	if (slot->waited) {
@@ -746,125 +722,67 @@ static void viommu_forget_domain(struct viommu_dev *viommu,
 
 /* Domain bookkeeping */
 
-static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
-			      u64 last, phys_addr_t paddr, u32 flags, gfp_t gfp)
+static u32 viommu_prot_flags(int prot)
 {
-	struct viommu_mapping *mapping;
-	unsigned long irqflags;
+	return (prot & IOMMU_READ ? VIRTIO_IOMMU_MAP_F_READ : 0) |
+	       (prot & IOMMU_WRITE ? VIRTIO_IOMMU_MAP_F_WRITE : 0) |
+	       (prot & IOMMU_MMIO ? VIRTIO_IOMMU_MAP_F_MMIO : 0);
+}
 
-	mapping = kzalloc(sizeof(*mapping), gfp);
-	if (!mapping)
-		return -ENOMEM;
-	mapping->iova.start = start;
-	mapping->iova.last = last;
-	mapping->paddr = paddr;
-	mapping->flags = flags;
+static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
+			      u64 last, phys_addr_t paddr, int prot, gfp_t gfp)
+{
+	int ret = viommu_maps_add(&vdomain->maps, start, last, paddr, prot, gfp);
 
-	spin_lock_irqsave(&vdomain->mappings_lock, irqflags);
-	if (interval_tree_iter_first(&vdomain->mappings, start, last)) {
-		spin_unlock_irqrestore(&vdomain->mappings_lock, irqflags);
-		kfree(mapping);
-		return -EEXIST;
-	}
-	interval_tree_insert(&mapping->iova, &vdomain->mappings);
-	vdomain->stats.maps++;
-	vdomain->stats.mapped_bytes += last - start + 1;
-	spin_unlock_irqrestore(&vdomain->mappings_lock, irqflags);
+	if (ret)
+		return ret;
+	atomic64_inc(&vdomain->stats.maps);
+	atomic64_add(last - start + 1, &vdomain->stats.mapped_bytes);
 	return 0;
 }
 
 /*
- * Remove the mappings inside [start, last]. A mapping that begins before
- * @start cannot be split: stop there. One that ends after @last is removed
- * whole, as the device would. *@end gets the last address removed.
+ * Remove the mappings inside [start, last], widened to whole MAPs (see
+ * viommu_maps_del()). *@end gets the last address removed.
  *
- * Return: the number of bytes removed.
+ * Return: the number of bytes removed, 0 when nothing was.
  */
 static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 				  u64 last, u64 *end)
 {
-	struct interval_tree_node *node, *next;
-	struct viommu_mapping *mapping;
-	unsigned long flags;
-	size_t removed = 0;
+	u64 removed = viommu_maps_del(&vdomain->maps, start, last);
 
 	*end = start;
-	spin_lock_irqsave(&vdomain->mappings_lock, flags);
-	next = interval_tree_iter_first(&vdomain->mappings, start, last);
-	while (next) {
-		node = next;
-		next = interval_tree_iter_next(node, start, last);
-		if (node->start < start)
-			break;
-		removed += node->last - node->start + 1;
-		*end = max_t(u64, *end, node->last);
-		interval_tree_remove(node, &vdomain->mappings);
-		mapping = container_of(node, struct viommu_mapping, iova);
-		if (mapping->err)
-			vdomain->failed--;
-		kfree(mapping);
-	}
-	if (removed) {
-		vdomain->stats.unmaps++;
-		vdomain->stats.unmapped_bytes += removed;
-	}
-	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
+	if (!removed)
+		return 0;
+	*end += removed - 1;
+	atomic64_inc(&vdomain->stats.unmaps);
+	atomic64_add(removed, &vdomain->stats.unmapped_bytes);
 	return removed;
 }
 
-/*
- * The first error of a MAP that overlaps [start, last], or 0. Called after a
- * sync, whose reap recorded any failure under the locks the sync took: a
- * domain with no failed mapping needs no search.
- */
-static int viommu_mapping_error(struct viommu_domain *vdomain, u64 start,
-				u64 last)
+static int viommu_replay_one(u64 start, u64 last, phys_addr_t pa, int prot,
+			     void *vdomain)
 {
-	struct interval_tree_node *node;
-	unsigned long flags;
-	int err = 0;
-
-	if (!READ_ONCE(vdomain->failed))
-		return 0;
-	spin_lock_irqsave(&vdomain->mappings_lock, flags);
-	for (node = interval_tree_iter_first(&vdomain->mappings, start, last);
-	     node && !err; node = interval_tree_iter_next(node, start, last))
-		err = container_of(node, struct viommu_mapping, iova)->err;
-	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
-	return err;
+	return viommu_queue_map(vdomain, start, last, pa,
+				viommu_prot_flags(prot), false);
 }
 
 /*
  * Send the domain's mappings again: the device dropped them when the
- * domain's last endpoint left it. Batched: one kick for the lot.
+ * domain's last endpoint left it. Batched: one kick for the lot. Runs while
+ * the domain gains its first endpoint, before anyone maps or unmaps through
+ * it, so the walk of the whole table needs no lock.
  */
 static int viommu_replay_mappings(struct viommu_domain *vdomain)
 {
-	struct interval_tree_node *node;
-	struct viommu_mapping m;
-	unsigned long flags;
-	u64 pos = 0;
-	int ret = 0;
+	int ret;
 
-	for (;;) {
-		spin_lock_irqsave(&vdomain->mappings_lock, flags);
-		node = interval_tree_iter_first(&vdomain->mappings, pos,
-						ULLONG_MAX);
-		if (node)
-			m = *container_of(node, struct viommu_mapping, iova);
-		spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
-		if (!node)
-			break;
-		ret = viommu_queue_map(vdomain, m.iova.start, m.iova.last,
-				       m.paddr, m.flags, false);
-		if (ret || m.iova.last == ULLONG_MAX)
-			break;
-		pos = m.iova.last + 1;
-	}
+	ret = viommu_maps_replay(&vdomain->maps, viommu_replay_one, vdomain);
 	if (!ret)
 		ret = viommu_sync(vdomain->viommu, true, false);
 	if (!ret)
-		ret = viommu_mapping_error(vdomain, 0, ULLONG_MAX);
+		ret = viommu_maps_error(&vdomain->maps, 0, VIOMMU_TABLE_LAST);
 	return ret;
 }
 
@@ -873,7 +791,7 @@ static int viommu_map_identity(struct viommu_endpoint *vdev,
 			       struct viommu_domain *vdomain)
 {
 	u64 granule = 1ULL << __ffs(vdomain->domain.pgsize_bitmap);
-	u32 flags = VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE;
+	int prot = IOMMU_READ | IOMMU_WRITE;
 	u64 start = ALIGN(vdomain->domain.geometry.aperture_start, granule);
 	u64 limit = vdomain->domain.geometry.aperture_end;
 	struct iommu_resv_region *resv;
@@ -891,7 +809,7 @@ static int viommu_map_identity(struct viommu_endpoint *vdev,
 			continue;
 		if (rstart > start) {
 			ret = viommu_add_mapping(vdomain, start, rstart - 1,
-						 start, flags, GFP_KERNEL);
+						 start, prot, GFP_KERNEL);
 			if (ret)
 				goto err_unmap;
 		}
@@ -899,7 +817,7 @@ static int viommu_map_identity(struct viommu_endpoint *vdev,
 			return 0;
 		start = rlast + 1;
 	}
-	ret = viommu_add_mapping(vdomain, start, limit, start, flags,
+	ret = viommu_add_mapping(vdomain, start, limit, start, prot,
 				 GFP_KERNEL);
 	if (!ret)
 		return 0;
@@ -1108,9 +1026,11 @@ static struct iommu_domain *viommu_domain_alloc(unsigned int type)
 	vdomain = kzalloc(sizeof(*vdomain), GFP_KERNEL);
 	if (!vdomain)
 		return NULL;
+	if (viommu_maps_init(&vdomain->maps, GFP_KERNEL)) {
+		kfree(vdomain);
+		return NULL;
+	}
 	mutex_init(&vdomain->mutex);
-	spin_lock_init(&vdomain->mappings_lock);
-	vdomain->mappings = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&vdomain->list);
 	return &vdomain->domain;
 }
@@ -1129,6 +1049,17 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 			granule);
 		return -ENODEV;
 	}
+	/* The domain's table keeps 4K pages */
+	if (granule < SZ_4K) {
+		dev_err(vdev->dev, "IOMMU granule %#lx is smaller than 4K\n",
+			granule);
+		return -ENODEV;
+	}
+	if (viommu->geometry.aperture_start > VIOMMU_TABLE_LAST) {
+		dev_err(vdev->dev, "input range starts above %u bits\n",
+			VIOMMU_TABLE_BITS);
+		return -ENODEV;
+	}
 	ret = ida_alloc_range(&viommu->domain_ids, viommu->first_domain,
 			      viommu->last_domain, GFP_KERNEL);
 	if (ret < 0)
@@ -1138,6 +1069,9 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 	vdomain->map_flags = viommu->map_flags;
 	domain->pgsize_bitmap = viommu->pgsize_bitmap;
 	domain->geometry = viommu->geometry;
+	/* What the table translates is all the DMA layer may hand out */
+	domain->geometry.aperture_end = min_t(u64, domain->geometry.aperture_end,
+					      VIOMMU_TABLE_LAST);
 
 	if (domain->type == IOMMU_DOMAIN_IDENTITY) {
 		if (virtio_has_feature(viommu->vdev,
@@ -1163,7 +1097,6 @@ static void viommu_domain_free(struct iommu_domain *domain)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	struct viommu_dev *viommu = vdomain->viommu;
-	u64 end;
 
 	if (viommu) {
 		/* Requests still queued for this domain must not outlive it */
@@ -1174,7 +1107,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 		spin_unlock(&viommu->domains_lock);
 		ida_free(&viommu->domain_ids, vdomain->id);
 	}
-	viommu_del_mappings(vdomain, 0, ULLONG_MAX, &end);
+	viommu_maps_destroy(&vdomain->maps);
 	mutex_destroy(&vdomain->mutex);
 	kfree(vdomain);
 }
@@ -1292,13 +1225,6 @@ out_unlock:
 	return ret;
 }
 
-static u32 viommu_prot_flags(int prot)
-{
-	return (prot & IOMMU_READ ? VIRTIO_IOMMU_MAP_F_READ : 0) |
-	       (prot & IOMMU_WRITE ? VIRTIO_IOMMU_MAP_F_WRITE : 0) |
-	       (prot & IOMMU_MMIO ? VIRTIO_IOMMU_MAP_F_MMIO : 0);
-}
-
 static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 			    phys_addr_t paddr, size_t pgsize, size_t pgcount,
 			    int prot, gfp_t gfp, size_t *mapped)
@@ -1315,7 +1241,7 @@ static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 	if (flags & ~vdomain->map_flags)
 		return -EOPNOTSUPP;
 
-	ret = viommu_add_mapping(vdomain, iova, last, paddr, flags, gfp);
+	ret = viommu_add_mapping(vdomain, iova, last, paddr, prot, gfp);
 	if (ret)
 		return ret;
 
@@ -1343,7 +1269,7 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 	u64 end;
 
 	removed = viommu_del_mappings(vdomain, iova, (u64)iova + size - 1, &end);
-	if (removed < size)
+	if (!removed)
 		return 0;
 	if (!READ_ONCE(vdomain->nr_endpoints))
 		return removed;
@@ -1361,20 +1287,7 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 static phys_addr_t viommu_iova_to_phys(struct iommu_domain *domain,
 				       dma_addr_t iova)
 {
-	struct viommu_domain *vdomain = to_viommu_domain(domain);
-	struct interval_tree_node *node;
-	struct viommu_mapping *mapping;
-	unsigned long flags;
-	phys_addr_t paddr = 0;
-
-	spin_lock_irqsave(&vdomain->mappings_lock, flags);
-	node = interval_tree_iter_first(&vdomain->mappings, iova, iova);
-	if (node) {
-		mapping = container_of(node, struct viommu_mapping, iova);
-		paddr = mapping->paddr + (iova - node->start);
-	}
-	spin_unlock_irqrestore(&vdomain->mappings_lock, flags);
-	return paddr;
+	return gpt_iova_to_phys(&to_viommu_domain(domain)->maps.table, iova);
 }
 
 /*
@@ -1405,7 +1318,7 @@ static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 			  viommu_domain_combines(vdomain));
 	if (ret)
 		return ret;
-	return viommu_mapping_error(vdomain, iova, (u64)iova + size - 1);
+	return viommu_maps_error(&vdomain->maps, iova, (u64)iova + size - 1);
 }
 
 static void viommu_flush_iotlb_all(struct iommu_domain *domain)
@@ -1629,7 +1542,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 
 	spin_lock(&viommu->domains_lock);
 	list_for_each_entry(vdomain, &viommu->domains, list)
-		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu\n",
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
 			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
@@ -1639,10 +1552,13 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   vdomain->domain.type == IOMMU_DOMAIN_DMA_FQ ?
 			   "dma-lazy" : "dma-strict",
 			   READ_ONCE(vdomain->nr_endpoints),
-			   vdomain->stats.maps, vdomain->stats.unmaps,
-			   vdomain->stats.mapped_bytes,
-			   vdomain->stats.unmapped_bytes,
-			   vdomain->stats.errors, vdomain->stats.faults);
+			   atomic64_read(&vdomain->stats.maps),
+			   atomic64_read(&vdomain->stats.unmaps),
+			   atomic64_read(&vdomain->stats.mapped_bytes),
+			   atomic64_read(&vdomain->stats.unmapped_bytes),
+			   atomic64_read(&vdomain->stats.errors),
+			   vdomain->stats.faults,
+			   atomic_long_read(&vdomain->maps.table.nr_tables));
 	spin_unlock(&viommu->domains_lock);
 	return 0;
 }

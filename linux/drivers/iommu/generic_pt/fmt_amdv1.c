@@ -144,6 +144,18 @@ static inline int ptf_prot(const struct gpt_table *t, int prot, u64 *attr)
 	return 0;
 }
 
+static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
+{
+	return (pte & AMDV1_IR ? IOMMU_READ : 0) |
+	       (pte & AMDV1_IW ? IOMMU_WRITE : 0);
+}
+
+/* No software bits: the ignored bits are left to the hardware's future */
+static inline unsigned int ptf_sw_shift(const struct gpt_table *t)
+{
+	return 0;
+}
+
 static inline bool ptf_dirty_ok(const struct gpt_table *t)
 {
 	return true;

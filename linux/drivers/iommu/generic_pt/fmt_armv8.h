@@ -156,6 +156,45 @@ static inline int ptf_prot(const struct gpt_table *t, int prot, u64 *attr)
 	return 0;
 }
 
+static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
+{
+	int prot = 0;
+
+	if (t->fmtd.arm.stage == 1) {
+		u64 idx = FIELD_GET(ARMV8_ATTRINDX, pte);
+
+		/* A clean DBM page is writable; write-only reads back RW */
+		prot = IOMMU_READ;
+		if (!(pte & ARMV8_AP_RDONLY) || (pte & ARMV8_DBM))
+			prot |= IOMMU_WRITE;
+		if (!(pte & ARMV8_AP_UNPRIV))
+			prot |= IOMMU_PRIV;
+		if (idx == ARMV8_MAIR_IDX_DEV)
+			prot |= IOMMU_MMIO;
+		else if (idx == ARMV8_MAIR_IDX_CACHE)
+			prot |= IOMMU_CACHE;
+	} else {
+		u64 attr = FIELD_GET(ARMV8_S2_MEMATTR, pte);
+
+		if (pte & ARMV8_S2AP_R)
+			prot |= IOMMU_READ;
+		if (pte & (ARMV8_S2AP_W | ARMV8_DBM))
+			prot |= IOMMU_WRITE;
+		if (attr == ARMV8_S2_MEMATTR_DEV)
+			prot |= IOMMU_MMIO;
+		else if (attr == ARMV8_S2_MEMATTR_WB)
+			prot |= IOMMU_CACHE;
+	}
+	if ((pte & ARMV8_XN) == ARMV8_XN)
+		prot |= IOMMU_NOEXEC;
+	return prot;
+}
+
+static inline unsigned int ptf_sw_shift(const struct gpt_table *t)
+{
+	return ARMV8_SW_SHIFT;
+}
+
 static inline bool ptf_dirty_ok(const struct gpt_table *t)
 {
 	return t->fmtd.arm.dbm;

@@ -28,6 +28,7 @@
 #define ARMV8_DBM		BIT_ULL(51)
 #define ARMV8_CONTIG		BIT_ULL(52)
 #define ARMV8_XN		GENMASK_ULL(54, 53)	/* UXN|PXN, S2 XN[1:0] */
+#define ARMV8_SW_SHIFT		55	/* bits 58:55 are for software */
 
 /* MAIR indexes io-pgtable-arm programs: normal NC, normal WB, device */
 #define ARMV8_MAIR_IDX_CACHE	1ULL

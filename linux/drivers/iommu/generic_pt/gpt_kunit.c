@@ -323,6 +323,151 @@ static void gpt_test_prot(struct kunit *test)
 	gpt_test_teardown(&gt);
 }
 
+/* What gpt_walk() reported, for gpt_test_walk_sw() */
+#define GPT_WALK_MAX	8
+
+struct gpt_walk_log {
+	struct gpt_leaf leaf[GPT_WALK_MAX];
+	unsigned int n;
+	unsigned int stop_after;	/* 0: never stop the walk */
+	unsigned int mid_sw;		/* bits seen between first and last */
+};
+
+static int gpt_test_walk_fn(const struct gpt_leaf *leaf, void *arg)
+{
+	struct gpt_walk_log *log = arg;
+
+	/* Past the limit the last slot holds the latest page */
+	if (log->n >= 2)
+		log->mid_sw |= log->leaf[min(log->n - 1, GPT_WALK_MAX - 1)].sw;
+	log->leaf[min(log->n, GPT_WALK_MAX - 1)] = *leaf;
+	log->n++;
+	return log->n == log->stop_after ? 42 : 0;
+}
+
+struct gpt_walk_want {
+	u64 iova;
+	u64 pa;
+	int prot;
+	unsigned int sw;
+};
+
+/*
+ * gpt_walk() and the software bits: three ranges (marked, one marked page,
+ * unmarked) come back page by page with their addresses and prot, and their
+ * marks where the format has room; gpt_set_sw() changes only what it is
+ * asked to; a large page cut in pieces keeps its first and last marks.
+ */
+static void gpt_test_walk_sw(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	bool has_sw = c->fmt == GPT_FMT_ARMV8;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	int mark = has_sw ? GPT_PROT_MARK : 0;
+	struct gpt_walk_log log = {};
+	struct gpt_test gt;
+	u64 g, a, pa, big;
+	struct gpt_walk_want want[6];
+	unsigned int i;
+
+	gpt_test_setup(test, &gt);
+	g = gt.min;
+	a = 64 * g;
+	pa = 1001 * g;		/* odd: every page is a smallest page */
+	KUNIT_EXPECT_EQ(test, gpt_map(&gt.t, a, pa, 3 * g, rw | GPT_PROT_MARK,
+				      GFP_KERNEL, NULL),
+			has_sw ? 0 : -EOPNOTSUPP);
+	if (!has_sw)
+		KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, pa, 3 * g, rw,
+					      GFP_KERNEL, NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a + 5 * g, 2001 * g, g,
+				      IOMMU_READ | mark, GFP_KERNEL, NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a + 7 * g, 3001 * g, 2 * g, rw,
+				      GFP_KERNEL, NULL), 0);
+	for (i = 0; i < 3; i++)
+		want[i] = (struct gpt_walk_want){ a + i * g, pa + i * g, rw,
+			i == 0 ? GPT_SW_FIRST : i == 2 ? GPT_SW_LAST : 0 };
+	want[3] = (struct gpt_walk_want){ a + 5 * g, 2001 * g, IOMMU_READ,
+				     GPT_SW_FIRST | GPT_SW_LAST };
+	for (i = 0; i < 2; i++)
+		want[4 + i] = (struct gpt_walk_want){ a + (7 + i) * g,
+						 (3001 + i) * g, rw, 0 };
+
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, 0, gpt_test_max_iova(c),
+				       gpt_test_walk_fn, &log), 0);
+	KUNIT_ASSERT_EQ(test, log.n, 6U);
+	for (i = 0; i < 6; i++) {
+		KUNIT_EXPECT_EQ(test, log.leaf[i].iova, want[i].iova);
+		KUNIT_EXPECT_EQ(test, (u64)log.leaf[i].pa, want[i].pa);
+		KUNIT_EXPECT_EQ(test, log.leaf[i].size, g);
+		KUNIT_EXPECT_EQ(test, log.leaf[i].prot & rw, want[i].prot);
+		KUNIT_EXPECT_EQ(test, log.leaf[i].sw,
+				has_sw ? want[i].sw : 0);
+	}
+
+	/* From inside a page: that page first; stopped on request */
+	log = (struct gpt_walk_log){ .stop_after = 2 };
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, a + g + 1, 100 * g,
+				       gpt_test_walk_fn, &log), 42);
+	KUNIT_EXPECT_EQ(test, log.n, 2U);
+	KUNIT_EXPECT_EQ(test, log.leaf[0].iova, a + g);
+	KUNIT_EXPECT_EQ(test, log.leaf[1].iova, a + 2 * g);
+	/* A hole has nothing to visit; bad input is refused */
+	log = (struct gpt_walk_log){};
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, a + 3 * g, 2 * g,
+				       gpt_test_walk_fn, &log), 0);
+	KUNIT_EXPECT_EQ(test, log.n, 0U);
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, a, 0, gpt_test_walk_fn, &log),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, a, g, NULL, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, U64_MAX, 2, gpt_test_walk_fn,
+				       &log), -EINVAL);
+
+	if (!has_sw) {
+		KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a, GPT_SW_USER, 0),
+				-EOPNOTSUPP);
+		goto out;
+	}
+	KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a, GPT_SW_USER, 0),
+			GPT_SW_FIRST);
+	KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a + 1, 0, GPT_SW_USER),
+			GPT_SW_FIRST | GPT_SW_USER);
+	KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a + 2 * g, 0, 0),
+			GPT_SW_LAST);
+	KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a + 3 * g, GPT_SW_USER, 0),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, gpt_set_sw(&gt.t, a, BIT(5), 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, (u64)gpt_iova_to_phys(&gt.t, a + 1), pa + 1);
+
+	/* The next page size up, cut one step down: marks at both ends */
+	big = 1ULL << __ffs64(gt.t.pgsize_bitmap & ~g);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, 16 * big, big, big,
+				      rw | GPT_PROT_MARK, GFP_KERNEL, NULL), 0);
+	log = (struct gpt_walk_log){};
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, 16 * big, big, gpt_test_walk_fn,
+				       &log), 0);
+	KUNIT_EXPECT_EQ(test, log.n, 1U);
+	KUNIT_EXPECT_EQ(test, log.leaf[0].size, big);
+	KUNIT_EXPECT_EQ(test, log.leaf[0].sw, GPT_SW_FIRST | GPT_SW_LAST);
+	KUNIT_ASSERT_EQ(test, gpt_cut(&gt.t, 16 * big + g, GFP_KERNEL), 0);
+	log = (struct gpt_walk_log){};
+	KUNIT_EXPECT_EQ(test, gpt_walk(&gt.t, 16 * big, big, gpt_test_walk_fn,
+				       &log), 0);
+	KUNIT_EXPECT_GE(test, log.n, 2U);
+	KUNIT_EXPECT_EQ(test, log.leaf[0].sw, GPT_SW_FIRST);
+	KUNIT_EXPECT_EQ(test, log.leaf[min(log.n, GPT_WALK_MAX) - 1].sw,
+			GPT_SW_LAST);
+	KUNIT_EXPECT_EQ(test, log.mid_sw, 0U);
+	KUNIT_EXPECT_EQ(test, (u64)gpt_iova_to_phys(&gt.t, 16 * big + g + 5),
+			big + g + 5);
+	gpt_test_unmap(&gt, 16 * big, big);
+out:
+	gpt_test_unmap(&gt, a, 9 * g);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, a + 8 * g, NULL, NULL, NULL),
+			-ENOENT);
+	gpt_test_teardown(&gt);
+}
+
 static void gpt_test_bad_input(struct kunit *test)
 {
 	const struct gpt_test_cfg *c = test->param_value;
@@ -870,6 +1015,7 @@ static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_init_deinit, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_every_size, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_prot, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_walk_sw, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_bad_input, gpt_cfgs_gen_params),
 	KUNIT_CASE(gpt_test_bad_cfg),
 	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),

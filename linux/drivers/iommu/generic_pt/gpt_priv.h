@@ -63,6 +63,8 @@ struct gpt_map_state {
 	u64 left;		/* bytes still to map, minus one */
 	phys_addr_t pa;
 	u64 attr;
+	u64 first;		/* software mark of the range's first page */
+	u64 last;		/* and of its last page */
 	gfp_t gfp;
 	bool done;
 };
@@ -74,6 +76,15 @@ struct gpt_unmap_state {
 	struct iommu_iotlb_gather *gather;
 	bool cleared;
 	bool done;		/* range finished or stopped at a large page */
+};
+
+struct gpt_walk_state {
+	struct gpt_table *t;
+	u64 iova;
+	u64 left;
+	gpt_leaf_fn fn;
+	void *arg;
+	int ret;
 };
 
 struct gpt_dirty_state {

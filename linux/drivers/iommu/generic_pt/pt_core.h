@@ -28,6 +28,8 @@
  *  ptf_mk_leaf(t, pa, lvl, k, attr) first entry of a run of 2^k
  *  ptf_run_step(t, lvl)      added to each next entry of a run
  *  ptf_prot(t, prot, &attr)  iommu prot flags to leaf attributes
+ *  ptf_leaf_prot(t, pte)     leaf attributes back to iommu prot flags
+ *  ptf_sw_shift(t)           bit of GPT_SW_FIRST in a leaf, 0 if no room
  *  ptf_dirty_ok(t), ptf_dirty(t, pte), ptf_clean(t, pte)
  */
 #include "gpt_priv.h"
@@ -78,6 +80,31 @@ static inline int PTN(pick_run)(unsigned int runs, u64 align, u64 left,
 	if (max_log2 < 31)
 		runs &= (2U << max_log2) - 1;
 	return runs ? fls(runs) - 1 : -1;
+}
+
+/* GPT_SW_* bits @sw as they sit in a leaf; 0 for formats without them */
+static inline u64 PTN(sw)(const struct gpt_table *t, unsigned int sw)
+{
+	return ptf_sw_shift(t) ? (u64)sw << ptf_sw_shift(t) : 0;
+}
+
+static inline unsigned int PTN(leaf_sw)(const struct gpt_table *t, u64 pte)
+{
+	return ptf_sw_shift(t) ? (pte >> ptf_sw_shift(t)) & GPT_SW_MASK : 0;
+}
+
+/*
+ * The software bits piece @i of @n keeps when a leaf whose bits are @sw is
+ * cut: the range's first page is still the first piece, its last the last.
+ */
+static inline u64 PTN(piece_sw)(const struct gpt_table *t, unsigned int sw,
+				u64 i, u64 n)
+{
+	if (i)
+		sw &= ~(GPT_SW_FIRST | GPT_SW_USER);
+	if (i != n - 1)
+		sw &= ~GPT_SW_LAST;
+	return PTN(sw)(t, sw);
 }
 
 /*
@@ -155,6 +182,7 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 			u64 n = min_t(u64, nents - idx,
 				      PTN(whole)(s->left, shift));
 			u64 v = ptf_mk_leaf(t, s->pa, lvl, 0, s->attr);
+			u64 first = s->first;
 			u64 i;
 
 			/*
@@ -170,14 +198,20 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 			for (i = 0; i < n; i++) {
 				if (ptf_present(READ_ONCE(ptep[i])))
 					break;
-				WRITE_ONCE(ptep[i], v);
+				WRITE_ONCE(ptep[i], v | first);
+				first = 0;
 				v += span;
 			}
 			if (i) {
+				s->first = 0;
 				idx += i;
 				s->iova += i << shift;
 				s->pa += i << shift;
 				if (s->left < (i << shift)) {
+					/* The owner's page: no one else reads it yet */
+					if (s->last)
+						WRITE_ONCE(ptep[i - 1],
+							   ptep[i - 1] | s->last);
 					s->done = true;
 					return 0;
 				}
@@ -193,7 +227,12 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 				if (ptf_present(READ_ONCE(ptep[i])))
 					break;
 			if (i == n) {
-				v = ptf_mk_leaf(t, s->pa, lvl, k, s->attr);
+				u64 sw = s->first;
+
+				if (s->left < (span << k))
+					sw |= s->last;
+				v = ptf_mk_leaf(t, s->pa, lvl, k, s->attr | sw);
+				s->first = 0;
 				for (i = 0; i < n; i++) {
 					WRITE_ONCE(ptep[i], v);
 					v += step;
@@ -210,8 +249,13 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 			}
 			/* Something is in the way: a single entry may still fit */
 			if (!ptf_present(READ_ONCE(ptep[0])) && (runs & 1)) {
-				WRITE_ONCE(ptep[0],
-					   ptf_mk_leaf(t, s->pa, lvl, 0, s->attr));
+				u64 sw = s->first;
+
+				if (s->left < span)
+					sw |= s->last;
+				WRITE_ONCE(ptep[0], ptf_mk_leaf(t, s->pa, lvl, 0,
+								s->attr | sw));
+				s->first = 0;
 				idx++;
 				s->iova += span;
 				s->pa += span;
@@ -281,13 +325,18 @@ static noinline int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
  */
 static noinline int PTN(map_walk)(struct gpt_table *t, u64 *table,
 				  unsigned int lvl, unsigned int bits, u64 iova,
-				  phys_addr_t pa, u64 len, u64 attr, gfp_t gfp,
-				  size_t *mapped)
+				  phys_addr_t pa, u64 len, u64 attr, u64 mark,
+				  gfp_t gfp, size_t *mapped)
 {
 	struct gpt_map_state s = {
 		.t = t, .iova = iova, .pa = pa, .left = len - 1, .attr = attr,
 		.gfp = gfp,
 	};
+
+	if (mark) {
+		s.first = PTN(sw)(t, GPT_SW_FIRST);
+		s.last = PTN(sw)(t, GPT_SW_LAST);
+	}
 	int ret;
 
 	ret = PTN(map_level)(&s, table, lvl, bits);
@@ -302,11 +351,15 @@ static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 	u64 min_size = 1ULL << ptf_shift(t, 0);
 	unsigned int lvl, bits, max_log2;
 	unsigned long top;
+	bool mark = prot & GPT_PROT_MARK;
 	u64 *table, attr;
 	int ret;
 
 	if (!len || ((iova | pa | len) & (min_size - 1)))
 		return -EINVAL;
+	if (mark && !ptf_sw_shift(t))
+		return -EOPNOTSUPP;
+	prot &= ~GPT_PROT_MARK;
 	if (iova + len - 1 < iova || (u64)pa + len - 1 < pa)
 		return -ERANGE;
 	if (t->oas < 64 && (((u64)pa + len - 1) >> t->oas))
@@ -350,8 +403,11 @@ static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 			 */
 			if ((ptf_runs(t, lvl) & 1) &&
 			    !ptf_present(READ_ONCE(*ptep))) {
+				u64 sw = mark ? PTN(sw)(t, GPT_SW_FIRST |
+							    GPT_SW_LAST) : 0;
+
 				WRITE_ONCE(*ptep,
-					   ptf_mk_leaf(t, pa, lvl, 0, attr));
+					   ptf_mk_leaf(t, pa, lvl, 0, attr | sw));
 				if (mapped)
 					*mapped += len;
 				return 0;
@@ -367,8 +423,8 @@ static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 		lvl--;
 		bits = ptf_bits(t, lvl, false);
 	}
-	return PTN(map_walk)(t, table, lvl, bits, iova, pa, len, attr, gfp,
-			     mapped);
+	return PTN(map_walk)(t, table, lvl, bits, iova, pa, len, attr, mark,
+			     gfp, mapped);
 }
 
 /*
@@ -602,8 +658,8 @@ static int PTN(lookup)(struct gpt_table *t, u64 iova, phys_addr_t *pa,
 
 static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 {
-	unsigned int k, n, i, j;
-	u64 *p, pte, span;
+	unsigned int k, n, i, j, sw;
+	u64 *p, pte, span, sw_mask;
 	int lvl;
 
 	lvl = PTN(find)(t, iova, &p, &pte);
@@ -614,6 +670,8 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 	span = 1ULL << ptf_shift(t, lvl);
 	/* Step back to the first entry of the run */
 	p -= (PTN(index)(t, iova, lvl, 31) & (n - 1));
+	sw = PTN(leaf_sw)(t, READ_ONCE(p[0]));
+	sw_mask = PTN(sw)(t, GPT_SW_MASK);
 
 	if (k && (ptf_runs(t, lvl) & 1)) {
 		/*
@@ -628,7 +686,8 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 				pa = ptf_leaf_pa(t, old, lvl, span << k) +
 				     i * span;
 				new = ptf_mk_leaf(t, pa, lvl, 0,
-						  ptf_leaf_attr(t, old));
+						  (ptf_leaf_attr(t, old) & ~sw_mask) |
+						  PTN(piece_sw)(t, sw, i, n));
 			} while (!try_cmpxchg64(&p[i], &old, new));
 		}
 		return 0;
@@ -652,11 +711,14 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 		do {
 			u64 v;
 
+			u64 attr = ptf_leaf_attr(t, old) & ~sw_mask;
+
 			pa = ptf_leaf_pa(t, old, lvl, span << k) + i * span;
-			v = ptf_mk_leaf(t, pa, lvl - 1, 0,
-					ptf_leaf_attr(t, old));
+			v = ptf_mk_leaf(t, pa, lvl - 1, 0, attr);
 			for (j = 0; j < nents; j++, v += 1ULL << sub_shift)
-				new[j] = v;
+				new[j] = v | PTN(piece_sw)(t, sw,
+							   (u64)i * nents + j,
+							   (u64)n * nents);
 		} while (!try_cmpxchg64(&p[i], &old,
 					ptf_mk_table(t, virt_to_phys(new),
 						     lvl)));
@@ -747,6 +809,98 @@ static int PTN(read_and_clear_dirty)(struct gpt_table *t, u64 iova, u64 len,
 	return 0;
 }
 
+static bool PTN(walk_level)(struct gpt_walk_state *s, u64 *table,
+			    unsigned int lvl, unsigned int bits)
+{
+	struct gpt_table *t = s->t;
+	unsigned int shift = ptf_shift(t, lvl);
+	unsigned int nents = 1U << bits;
+	unsigned int idx = PTN(index)(t, s->iova, lvl, bits);
+	u64 span = 1ULL << shift;
+
+	while (idx < nents) {
+		u64 pte = READ_ONCE(table[idx]);
+		u64 adv = span - (s->iova & (span - 1));
+
+		if (ptf_present(pte) && lvl && ptf_is_table(t, pte, lvl)) {
+			if (PTN(walk_level)(s, ptf_table_va(t, pte), lvl - 1,
+					    ptf_bits(t, lvl - 1, false)))
+				return true;
+			idx++;
+			continue;
+		}
+		if (ptf_present(pte)) {
+			unsigned int k = ptf_run_log2(t, pte, lvl);
+			unsigned int n = 1U << k, first = idx & ~(n - 1);
+			u64 size = span << k;
+			u64 head = READ_ONCE(table[first]);
+			struct gpt_leaf leaf = {
+				.iova = s->iova & ~(size - 1),
+				.pa = ptf_leaf_pa(t, head, lvl, size),
+				.size = size,
+				.prot = ptf_leaf_prot(t, head),
+				.sw = PTN(leaf_sw)(t, head),
+			};
+
+			s->ret = s->fn(&leaf, s->arg);
+			if (s->ret)
+				return true;
+			adv = size - (s->iova & (size - 1));
+			idx = first + n;
+		} else {
+			idx++;
+		}
+		if (s->left < adv)
+			return true;
+		s->iova += adv;
+		s->left -= adv;
+	}
+	return false;
+}
+
+static int PTN(walk)(struct gpt_table *t, u64 iova, u64 len, gpt_leaf_fn fn,
+		     void *arg)
+{
+	unsigned long top = READ_ONCE(t->top);
+	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
+	struct gpt_walk_state s = { .t = t, .fn = fn, .arg = arg };
+
+	if (!len || !fn || iova + len - 1 < iova)
+		return -EINVAL;
+	if (reach < 64 && (iova >> reach))
+		return 0;
+	if (reach < 64 && ((iova + len - 1) >> reach))
+		len = (1ULL << reach) - iova;
+	s.iova = iova;
+	s.left = len - 1;
+	PTN(walk_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
+			ptf_bits(t, gpt_top_lvl(top), true));
+	return s.ret;
+}
+
+static int PTN(set_sw)(struct gpt_table *t, u64 iova, unsigned int set,
+		       unsigned int clear)
+{
+	u64 *p, pte, new;
+	int lvl;
+
+	if (!ptf_sw_shift(t))
+		return -EOPNOTSUPP;
+	if ((set | clear) & ~GPT_SW_MASK)
+		return -EINVAL;
+	lvl = PTN(find)(t, iova, &p, &pte);
+	if (lvl < 0)
+		return lvl;
+	/* A run keeps its bits in its first entry */
+	p -= PTN(index)(t, iova, lvl, 31) &
+	     ((1U << ptf_run_log2(t, pte, lvl)) - 1);
+	pte = READ_ONCE(*p);
+	do {
+		new = (pte & ~PTN(sw)(t, clear)) | PTN(sw)(t, set);
+	} while (!try_cmpxchg64(p, &pte, new));
+	return PTN(leaf_sw)(t, pte);
+}
+
 static void PTN(free_level)(struct gpt_table *t, u64 *table, unsigned int lvl,
 			    bool is_top)
 {
@@ -780,6 +934,8 @@ static const struct gpt_ops PTN(ops) = {
 	.lookup = PTN(lookup),
 	.cut = PTN(cut),
 	.read_and_clear_dirty = PTN(read_and_clear_dirty),
+	.walk = PTN(walk),
+	.set_sw = PTN(set_sw),
 	.deinit = PTN(deinit),
 };
 

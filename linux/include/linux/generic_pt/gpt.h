@@ -23,6 +23,33 @@
 #include <linux/types.h>
 
 struct gpt_table;
+struct gpt_leaf;
+
+/*
+ * Software bits: formats with descriptor bits the hardware ignores let a
+ * leaf carry a little of the caller's own state (gpt_walk() reads it,
+ * gpt_set_sw() changes it).  gpt_map() sets the first two itself when asked
+ * with GPT_PROT_MARK: a paravirtual IOMMU that sends each mapped range to a
+ * device as one request then finds in the table where each request began
+ * and ended, without a record of its own.  The bits of a run (one large
+ * page made of several entries) are those of its first entry.
+ */
+#define GPT_SW_FIRST	BIT(0)	/* first page of a range mapped with GPT_PROT_MARK */
+#define GPT_SW_LAST	BIT(1)	/* last page of such a range */
+#define GPT_SW_USER	BIT(2)	/* the caller's, see gpt_set_sw() */
+#define GPT_SW_MASK	(GPT_SW_FIRST | GPT_SW_LAST | GPT_SW_USER)
+
+/* In @prot of gpt_map(): mark the range's first and last pages */
+#define GPT_PROT_MARK	BIT(30)
+
+/**
+ * typedef gpt_leaf_fn - called by gpt_walk() for each page it finds
+ * @leaf: the page; only valid during the call
+ * @arg: the caller's argument to gpt_walk()
+ *
+ * Return: 0 to go on, anything else to stop the walk and return it.
+ */
+typedef int (*gpt_leaf_fn)(const struct gpt_leaf *leaf, void *arg);
 
 /**
  * struct gpt_ops - per-format instance of the generic algorithms
@@ -31,6 +58,8 @@ struct gpt_table;
  * @lookup: see gpt_lookup()
  * @cut: see gpt_cut()
  * @read_and_clear_dirty: see gpt_read_and_clear_dirty()
+ * @walk: see gpt_walk()
+ * @set_sw: see gpt_set_sw()
  * @deinit: see gpt_deinit()
  *
  * Filled in by the format's init function; users call the gpt_*() wrappers.
@@ -46,7 +75,29 @@ struct gpt_ops {
 	int (*read_and_clear_dirty)(struct gpt_table *t, u64 iova, u64 len,
 				    unsigned long flags,
 				    struct iommu_dirty_bitmap *dirty);
+	int (*walk)(struct gpt_table *t, u64 iova, u64 len, gpt_leaf_fn fn,
+		    void *arg);
+	int (*set_sw)(struct gpt_table *t, u64 iova, unsigned int set,
+		      unsigned int clear);
 	void (*deinit)(struct gpt_table *t);
+};
+
+/**
+ * struct gpt_leaf - one page found by gpt_walk()
+ * @iova: first input address of the page
+ * @pa: first output address of the page
+ * @size: size of the page (of the whole run, for a run of entries)
+ * @prot: the iommu prot flags the leaf encodes, as far as the format can
+ *        tell them apart (ARMv8 stage 1 cannot map write-only, so it reads
+ *        back as IOMMU_READ | IOMMU_WRITE)
+ * @sw: the leaf's software bits, GPT_SW_*; 0 for formats without any
+ */
+struct gpt_leaf {
+	u64 iova;
+	phys_addr_t pa;
+	u64 size;
+	int prot;
+	unsigned int sw;
 };
 
 /**
@@ -202,7 +253,9 @@ static inline phys_addr_t gpt_top_pa(const struct gpt_table *t)
  * @pa: first output address, aligned to the smallest page size
  * @len: length in bytes, a multiple of the smallest page size, not zero
  * @prot: IOMMU_READ, IOMMU_WRITE, IOMMU_CACHE, IOMMU_NOEXEC, IOMMU_MMIO,
- *        IOMMU_PRIV; at least one of IOMMU_READ and IOMMU_WRITE
+ *        IOMMU_PRIV; at least one of IOMMU_READ and IOMMU_WRITE; and
+ *        GPT_PROT_MARK to set GPT_SW_FIRST in the first page and
+ *        GPT_SW_LAST in the last, each in the store that makes it valid
  * @gfp: allocation flags for new tables
  * @mapped: optional, incremented by the bytes mapped, also on error
  *
@@ -216,7 +269,8 @@ static inline phys_addr_t gpt_top_pa(const struct gpt_table *t)
  *
  * Return: 0; -EINVAL for misaligned or empty input or no access in @prot;
  * -ERANGE when the range does not fit the input address size; -EADDRINUSE
- * when part of the range is already mapped; -ENOMEM.
+ * when part of the range is already mapped; -ENOMEM; -EOPNOTSUPP for
+ * GPT_PROT_MARK on a format without software bits.
  */
 static inline int gpt_map(struct gpt_table *t, u64 iova, phys_addr_t pa,
 			  u64 len, int prot, gfp_t gfp, size_t *mapped)
@@ -291,7 +345,9 @@ static inline phys_addr_t gpt_iova_to_phys(struct gpt_table *t, u64 iova)
  *
  * A contiguous run of entries becomes single entries in place; a single
  * large entry becomes a table of next-level entries, installed atomically,
- * so translation never changes for a concurrent walker.  The caller must
+ * so translation never changes for a concurrent walker.  Software bits
+ * stay where they mean the same: GPT_SW_FIRST and GPT_SW_USER on the first
+ * piece, GPT_SW_LAST on the last.  The caller must
  * still flush the IOTLB for the old large page before unmapping part of it.
  * Serialise against calls on the same page.
  *
@@ -320,6 +376,46 @@ static inline int gpt_read_and_clear_dirty(struct gpt_table *t, u64 iova,
 					   struct iommu_dirty_bitmap *dirty)
 {
 	return t->ops->read_and_clear_dirty(t, iova, len, flags, dirty);
+}
+
+/**
+ * gpt_walk() - visit every page mapped in a range, in address order
+ * @t: the table
+ * @iova: first input address; the page containing it is the first visited
+ * @len: length in bytes, not zero, no alignment needed
+ * @fn: called for each page, see gpt_leaf_fn
+ * @arg: passed to @fn
+ *
+ * Holes are skipped.  Lock-free, like gpt_lookup(): the caller excludes
+ * unmap of the range, and @fn may sleep if the caller may.
+ *
+ * Return: 0 when every page was visited, what @fn returned when it stopped
+ * the walk, or -EINVAL for an empty or wrapping range or no @fn.
+ */
+static inline int gpt_walk(struct gpt_table *t, u64 iova, u64 len,
+			   gpt_leaf_fn fn, void *arg)
+{
+	return t->ops->walk(t, iova, len, fn, arg);
+}
+
+/**
+ * gpt_set_sw() - change the software bits of the page containing @iova
+ * @t: the table
+ * @iova: an address inside the page
+ * @set: GPT_SW_* bits to set
+ * @clear: GPT_SW_* bits to clear (@set wins)
+ *
+ * Atomic against the hardware and other gpt_set_sw() calls on the page;
+ * safe in any context.  For a run, changes its first entry.
+ *
+ * Return: the bits before the change; -ENOENT when @iova is not mapped;
+ * -ERANGE; -EINVAL for bits outside GPT_SW_MASK; -EOPNOTSUPP for a format
+ * without software bits.
+ */
+static inline int gpt_set_sw(struct gpt_table *t, u64 iova, unsigned int set,
+			     unsigned int clear)
+{
+	return t->ops->set_sw(t, iova, set, clear);
 }
 
 /**

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The MAP requests a virtio-iommu device holds for one domain, kept in a
+ * generic_pt page table.
+ *
+ * MAP/UNMAP mode must know them: the device refuses an UNMAP that would
+ * split a MAP, and forgets every MAP of a domain whose last endpoint left,
+ * so the driver sends them again. The table holds the pages, and its
+ * software bits the requests: gpt_map() with GPT_PROT_MARK marks the first
+ * and last page of each MAP, GPT_SW_USER the first page of a MAP the device
+ * refused. The table allocates only when a MAP needs a new table page,
+ * which in a busy DMA domain is almost never, and its lookups take no lock.
+ *
+ * Kept apart from the driver so that KUnit can check it on any
+ * architecture. The locking is the table's: none. Calls on disjoint ranges
+ * may run at once, as the DMA API makes them; viommu_maps_replay() walks
+ * the whole table and needs that nothing unmaps meanwhile.
+ */
+#ifndef _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
+#define _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
+
+#include <linux/atomic.h>
+#include <linux/generic_pt/gpt.h>
+#include <linux/minmax.h>
+#include <linux/numa.h>
+#include <linux/sizes.h>
+
+#include "iommu-pages.h"
+
+/* What the table translates, and so all a domain's aperture may cover */
+#define VIOMMU_TABLE_BITS	48
+#define VIOMMU_TABLE_LAST	(BIT_ULL(VIOMMU_TABLE_BITS) - 1)
+
+/**
+ * struct viommu_maps - the MAP requests of one domain
+ * @table: their pages, in the ARMv8 stage 2 format with a 4K granule. No
+ *         device walks it, so any format would do; this one has software
+ *         bits and tells read-only from write-only.
+ * @failed: MAPs the device refused that are still in @table
+ * @failed_err: errno of the last refusal
+ */
+struct viommu_maps {
+	struct gpt_table	table;
+	atomic_t		failed;
+	int			failed_err;
+};
+
+/**
+ * typedef viommu_map_fn - called by viommu_maps_replay() for each MAP
+ * @start: first address of the MAP
+ * @last: last address of the MAP
+ * @pa: output address of @start
+ * @prot: IOMMU_READ, IOMMU_WRITE and IOMMU_MMIO as mapped
+ * @arg: the caller's argument
+ *
+ * Return: 0 to go on, anything else to stop the replay and return it.
+ */
+typedef int (*viommu_map_fn)(u64 start, u64 last, phys_addr_t pa, int prot,
+			     void *arg);
+
+static inline int viommu_maps_init(struct viommu_maps *m, gfp_t gfp)
+{
+	static const struct gpt_armv8_cfg cfg = {
+		.granule = SZ_4K,
+		.stage = 2,
+		.ias = VIOMMU_TABLE_BITS,
+		.oas = VIOMMU_TABLE_BITS,
+		.nid = NUMA_NO_NODE,
+	};
+
+	atomic_set(&m->failed, 0);
+	m->failed_err = 0;
+	return gpt_armv8_init(&m->table, &cfg, gfp);
+}
+
+static inline void viommu_maps_destroy(struct viommu_maps *m)
+{
+	gpt_deinit(&m->table);
+}
+
+/*
+ * Unmap from the table only. The device never walks it, so the table pages
+ * an unmap empties can go at once, without waiting for the UNMAP: nobody
+ * else looks inside a range its owner is unmapping.
+ */
+static inline u64 viommu_maps_clear(struct viommu_maps *m, u64 start, u64 len)
+{
+	struct iommu_iotlb_gather gather;
+	u64 removed;
+
+	iommu_iotlb_gather_init(&gather);
+	removed = gpt_unmap(&m->table, start, len, &gather);
+	iommu_put_pages_list(&gather.freelist);
+	return removed;
+}
+
+/**
+ * viommu_maps_add() - record a MAP
+ * @m: the domain's MAPs
+ * @start: first address, 4K aligned
+ * @last: last address, 4K aligned minus one
+ * @pa: output address of @start, 4K aligned
+ * @prot: IOMMU_READ and/or IOMMU_WRITE, IOMMU_MMIO
+ * @gfp: for new table pages
+ *
+ * Return: 0; -EEXIST when part of the range is mapped (nothing of it is
+ * kept); -ERANGE above VIOMMU_TABLE_LAST; -EINVAL; -ENOMEM.
+ */
+static inline int viommu_maps_add(struct viommu_maps *m, u64 start, u64 last,
+				  phys_addr_t pa, int prot, gfp_t gfp)
+{
+	size_t mapped = 0;
+	int ret;
+
+	if (last < start || last > VIOMMU_TABLE_LAST)
+		return -ERANGE;
+	ret = gpt_map(&m->table, start, pa, last - start + 1,
+		      prot | GPT_PROT_MARK, gfp, &mapped);
+	if (!ret)
+		return 0;
+	/* Pages mapped before the error must not outlive it */
+	if (mapped)
+		viommu_maps_clear(m, start, mapped);
+	return ret == -EADDRINUSE ? -EEXIST : ret;
+}
+
+static inline int viommu_maps_copy_page(const struct gpt_leaf *leaf,
+					void *arg)
+{
+	*(struct gpt_leaf *)arg = *leaf;
+	return 1;
+}
+
+struct viommu_maps_end {
+	u64 end;
+	bool seen;
+};
+
+/* Follow a MAP page by page to the one marked last */
+static inline int viommu_maps_find_end(const struct gpt_leaf *leaf, void *arg)
+{
+	struct viommu_maps_end *e = arg;
+
+	/* The first page must hold the address; the next ones follow it */
+	if (!e->seen ? leaf->iova > e->end :
+	    leaf->iova != e->end + 1 || (leaf->sw & GPT_SW_FIRST))
+		return 1;
+	e->seen = true;
+	e->end = leaf->iova + leaf->size - 1;
+	return leaf->sw & GPT_SW_LAST ? 1 : 0;
+}
+
+static inline int viommu_maps_forget_failed(const struct gpt_leaf *leaf,
+					    void *arg)
+{
+	if (leaf->sw & GPT_SW_USER)
+		atomic_dec(arg);
+	return 0;
+}
+
+/**
+ * viommu_maps_del() - remove the MAPs inside a range
+ * @m: the domain's MAPs
+ * @start: first address
+ * @last: last address
+ *
+ * A MAP that begins before @start cannot be split: nothing is removed then.
+ * One that ends after @last is removed whole, as the device would remove
+ * it. When @last ends a MAP, as it does for the DMA API, finding the end
+ * costs one lookup.
+ *
+ * Return: the bytes removed from @start on, holes between MAPs included
+ * (the UNMAP to send covers them), at least @last - @start + 1; 0 when
+ * nothing was mapped there or the range starts inside a MAP.
+ */
+static inline u64 viommu_maps_del(struct viommu_maps *m, u64 start, u64 last)
+{
+	struct viommu_maps_end e = { .end = min(last, VIOMMU_TABLE_LAST) };
+	struct gpt_leaf page;
+
+	if (start > e.end)
+		return 0;
+	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1 &&
+	    !(page.sw & GPT_SW_FIRST))
+		return 0;
+	if (e.end < VIOMMU_TABLE_LAST)
+		gpt_walk(&m->table, e.end, VIOMMU_TABLE_LAST - e.end + 1,
+			 viommu_maps_find_end, &e);
+	if (atomic_read(&m->failed))
+		gpt_walk(&m->table, start, e.end - start + 1,
+			 viommu_maps_forget_failed, &m->failed);
+	return viommu_maps_clear(m, start, e.end - start + 1);
+}
+
+/**
+ * viommu_maps_refused() - the device refused the MAP that starts at @start
+ * @m: the domain's MAPs
+ * @start: first address of the MAP
+ * @err: the errno its status gave
+ *
+ * Any context: called where completions are collected.
+ */
+static inline void viommu_maps_refused(struct viommu_maps *m, u64 start,
+				       int err)
+{
+	int old;
+
+	WRITE_ONCE(m->failed_err, err);
+	old = gpt_set_sw(&m->table, start, GPT_SW_USER, 0);
+	if (old >= 0 && !(old & GPT_SW_USER))
+		atomic_inc(&m->failed);
+}
+
+static inline int viommu_maps_find_failed(const struct gpt_leaf *leaf,
+					  void *arg)
+{
+	return leaf->sw & GPT_SW_USER ? 1 : 0;
+}
+
+/**
+ * viommu_maps_error() - whether a MAP the device refused overlaps a range
+ * @m: the domain's MAPs
+ * @start: first address
+ * @last: last address
+ *
+ * A domain without refusals answers without a lookup.
+ *
+ * Return: 0, or the errno of the last refusal.
+ */
+static inline int viommu_maps_error(struct viommu_maps *m, u64 start, u64 last)
+{
+	if (!atomic_read(&m->failed) || start > VIOMMU_TABLE_LAST)
+		return 0;
+	last = min(last, VIOMMU_TABLE_LAST);
+	if (gpt_walk(&m->table, start, last - start + 1,
+		     viommu_maps_find_failed, NULL) != 1)
+		return 0;
+	return READ_ONCE(m->failed_err) ?: -EIO;
+}
+
+struct viommu_maps_replay {
+	viommu_map_fn fn;
+	void *arg;
+	u64 start;
+	phys_addr_t pa;
+	int prot;
+	bool open;
+};
+
+/* Rebuild each MAP from its first and last pages */
+static inline int viommu_maps_replay_page(const struct gpt_leaf *leaf,
+					  void *arg)
+{
+	struct viommu_maps_replay *r = arg;
+
+	if (leaf->sw & GPT_SW_FIRST) {
+		r->start = leaf->iova;
+		r->pa = leaf->pa;
+		r->prot = leaf->prot;
+		r->open = true;
+	}
+	if (!r->open || !(leaf->sw & GPT_SW_LAST))
+		return 0;
+	r->open = false;
+	return r->fn(r->start, leaf->iova + leaf->size - 1, r->pa, r->prot,
+		     r->arg);
+}
+
+/**
+ * viommu_maps_replay() - call @fn for each MAP, in address order
+ * @m: the domain's MAPs
+ * @fn: called with each MAP as it was recorded
+ * @arg: passed to @fn
+ *
+ * Return: 0, or what @fn returned when it stopped the replay.
+ */
+static inline int viommu_maps_replay(struct viommu_maps *m, viommu_map_fn fn,
+				     void *arg)
+{
+	struct viommu_maps_replay r = { .fn = fn, .arg = arg };
+
+	return gpt_walk(&m->table, 0, VIOMMU_TABLE_LAST + 1,
+			viommu_maps_replay_page, &r);
+}
+
+#endif /* _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H */
