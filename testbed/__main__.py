@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                 initramfs.base_image(target)
         elif args.cmd == "qemu":
             from . import qemu_build
-            print(qemu_build.build())
+            for exe in qemu_build.build():
+                print(exe)
         elif args.cmd == "scenarios":
             from .scenarios import SCENARIOS
             for sc in SCENARIOS.values():

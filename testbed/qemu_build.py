@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """QEMU with our device-side patches (qemu/patches): Debian's source of the
-QEMU this machine runs, patched, built for the one target that needs it.
+QEMU this machine runs, patched, built for the targets that need it.
 
 The scenarios use Debian's QEMU, a device we did not write, wherever it has
 what a test needs. Where it lacks a device side (virtio-mmio transports
-behind virtio-iommu), qemu/patches adds it and only those scenarios boot
-this build (qemu.Machine.patched).
+behind virtio-iommu, on arm virt and on x86 microvm), qemu/patches adds it
+and only those scenarios boot this build (qemu.Machine.patched).
 """
 
 from __future__ import annotations
@@ -26,14 +26,26 @@ STAMP = TOP / "stamp"       # what the last build was made from
 # The source package of the installed system emulator
 PACKAGE = "qemu-system-arm"
 
-# Only the arm virt board and the devices the scenarios put on it (the
+# Per target, only the board and the devices the scenarios put on it (the
 # file's name inside QEMU's configs/devices, where configure looks for it).
-DEVICES = paths.ROOT / "qemu" / "aarch64-softmmu.mak"
+TARGETS = {"aarch64-softmmu": "qemu-system-aarch64",
+           "x86_64-softmmu": "qemu-system-x86_64"}
+DEVICES = {t: paths.ROOT / "qemu" / f"{t}.mak" for t in TARGETS}
 DEVICES_NAME = "testbed"
-CONFIGURE = ["--target-list=aarch64-softmmu", "--without-default-features",
+# Firmware (microvm's qboot.rom, linuxboot_dma.bin) comes from Debian's
+# qemu-system-data: the dfsg source has none and we install nothing. A
+# binary run from its build tree searches only the tree (even a configured
+# --firmwarepath is relocated into it), so qemu.command passes -L FIRMWARE.
+FIRMWARE = "/usr/share/qemu"
+CONFIGURE = [f"--target-list={','.join(TARGETS)}", "--without-default-features",
              "--without-default-devices", "--enable-fdt=system", "--enable-slirp",
              "--enable-tcg", "--disable-docs", "--disable-werror",
-             "--disable-install-blobs", f"--with-devices-aarch64={DEVICES_NAME}"]
+             "--disable-install-blobs",
+             *(f"--with-devices-{t.split('-')[0]}={DEVICES_NAME}" for t in TARGETS)]
+# configure writes the compiler into meson's cross file, so meson would not
+# add ccache by itself: a rebuild after a reconfigure then hits the cache.
+if shutil.which("ccache"):
+    CONFIGURE.append("--cc=ccache cc")
 
 
 def binary(name: str) -> Path:
@@ -58,7 +70,8 @@ def source_version() -> str:
 def _stamp(version: str) -> str:
     h = hashlib.sha256()
     h.update(version.encode())
-    h.update(DEVICES.read_bytes())
+    for mak in DEVICES.values():
+        h.update(mak.read_bytes())
     h.update(" ".join(CONFIGURE).encode())
     for p in series():
         h.update(p.read_bytes())
@@ -98,8 +111,8 @@ def _patched_source(version: str) -> None:
     for p in series():
         run(["patch", "-p1", "--batch", "--quiet", "-i", p], cwd=fresh,
             log=paths.LOGS / f"qemu-patch-{p.stem}.log")
-    shutil.copy(DEVICES, fresh / "configs" / "devices" / "aarch64-softmmu" /
-                f"{DEVICES_NAME}.mak")
+    for target, mak in DEVICES.items():
+        shutil.copy(mak, fresh / "configs" / "devices" / target / f"{DEVICES_NAME}.mak")
     SRC.mkdir(parents=True, exist_ok=True)
     # No -t: rsync leaves a file whose content matches alone.
     run(["rsync", "-rlp", "--checksum", "--delete", f"{fresh}/", f"{SRC}/"],
@@ -107,13 +120,13 @@ def _patched_source(version: str) -> None:
     shutil.rmtree(fresh)
 
 
-def build() -> Path:
-    """Build the patched qemu-system-aarch64 unless it is up to date."""
-    exe = binary("qemu-system-aarch64")
+def build() -> list[Path]:
+    """Build the patched system emulators unless they are up to date."""
+    exes = [binary(name) for name in TARGETS.values()]
     version = source_version()
     stamp = _stamp(version)
-    if exe.exists() and STAMP.exists() and STAMP.read_text() == stamp:
-        return exe
+    if all(e.exists() for e in exes) and STAMP.exists() and STAMP.read_text() == stamp:
+        return exes
     with step(f"qemu {version} + {len(series())} patches"), build_lock(paths.BUILD_LOCK):
         _patched_source(version)
         configured = OBJ / "tb-configure"
@@ -123,6 +136,7 @@ def build() -> Path:
             run([SRC / "configure", *CONFIGURE], cwd=OBJ,
                 log=paths.LOGS / "qemu-configure.log")
             configured.write_text(" ".join(CONFIGURE))
-        run(["ninja", "-j2", exe.name], cwd=OBJ, log=paths.LOGS / "qemu-build.log")
+        run(["ninja", "-j2", *(e.name for e in exes)], cwd=OBJ,
+            log=paths.LOGS / "qemu-build.log")
         STAMP.write_text(stamp)
-    return exe
+    return exes

@@ -97,6 +97,16 @@ MMIO = _sc("arm64-virtio-iommu-mmio",
            devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
            append=VFIO_UNSAFE_IRQS,
            env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"})
+# The same on x86: microvm's virtio-mmio transports behind a virtio-iommu on
+# its PCIe bus, described by the ACPI VIOT table (virtio-mmio endpoint
+# nodes), the edu on that PCIe bus behind the same IOMMU.
+MMIO_X86 = dataclasses.replace(
+    MMIO, name="x86_64-virtio-iommu-mmio",
+    summary="x86_64 microvm + virtio-iommu-pci (ACPI VIOT), disk and NIC on "
+            "virtio-mmio behind it (patched QEMU), VFIO edu on PCIe",
+    machine="microvm-virtio-iommu-mmio", kernel="x86_64",
+    # x86's default DMA domains are lazy, arm64's strict: both get covered
+    env={"TB_VIOMMU_DOMAIN": "dma-lazy", "TB_MMIO_ENDPOINTS": "2"})
 # The same on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the driver's
 # device tree path (of_xlate, platform device groups) and its arm64 DMA path
 # under the debug options, then a kmemleak scan.
@@ -181,6 +191,7 @@ _ALL = (
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
     MMIO,
     MMIO_DEBUG,
+    MMIO_X86,
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )

@@ -22,13 +22,23 @@ def test_qemu_patch(patch):
     assert res.returncode == 0, res.stdout[-2000:]
 
 
-def test_virtio_mmio_device_before_the_iommu_is_refused():
+# Each patched board, with a virtio-mmio device plugged before the IOMMU
+REFUSALS = {
+    "arm-virt": ("qemu-system-aarch64", "virt,virtio-mmio-iommu=on"),
+    "x86-microvm": ("qemu-system-x86_64",
+                    "microvm,acpi=on,pcie=on,virtio-mmio-iommu=on"),
+}
+
+
+@pytest.mark.parametrize("board", REFUSALS)
+def test_virtio_mmio_device_before_the_iommu_is_refused(board):
     """A virtio-mmio device plugged before the virtio-iommu already chose
     its DMA address space: the board must say so, not boot it untranslated."""
-    qemu = qemu_build.binary("qemu-system-aarch64")
+    exe, machine = REFUSALS[board]
+    qemu = qemu_build.binary(exe)
     assert qemu.exists(), "make qemu"
     res = subprocess.run(
-        [qemu, "-machine", "virt,virtio-mmio-iommu=on", "-accel", "tcg",
+        [qemu, "-L", qemu_build.FIRMWARE, "-machine", machine, "-accel", "tcg",
          "-nodefaults", "-display", "none", "-monitor", "none",
          "-netdev", "user,id=n0",
          "-device", "virtio-net-device,netdev=n0,iommu_platform=on",

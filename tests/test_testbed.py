@@ -7,7 +7,7 @@ import pytest
 
 from testbed import cpio, ktap
 from testbed.patchfile import parse
-from testbed.qemu import MACHINES, Guest, command
+from testbed.qemu import MACHINES, Guest, command, host_tsc_khz
 
 DATA = Path(__file__).parent / "data"
 
@@ -104,6 +104,36 @@ def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
     assert devs[1] == "virtio-blk-device,drive=disk0,iommu_platform=on"
     assert devs[2] == "virtio-net-device,netdev=net0,iommu_platform=on"
     assert devs[3] == "edu"
+
+
+def test_qemu_command_puts_x86_virtio_on_mmio_behind_the_iommu(tmp_path):
+    g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
+              console_log=tmp_path / "log", devices=("blk", "net", "edu"),
+              disk=tmp_path / "d", transport="mmio")
+    m = MACHINES["microvm-virtio-iommu-mmio"]
+    cmd = command(m, g)
+    assert cmd[0].endswith("build/qemu/obj/qemu-system-x86_64")
+    # microvm's firmware is Debian's, not in our build tree
+    assert cmd[cmd.index("-L") + 1] == "/usr/share/qemu"
+    # microvm has PCIe (where the virtio-iommu sits) only with ACPI, which
+    # also carries the VIOT table
+    opts = cmd[cmd.index("-machine") + 1].split(",")
+    assert opts[0] == "microvm"
+    assert {"acpi=on", "pcie=on", "virtio-mmio-iommu=on"} <= set(opts)
+    assert "virtio-mmio.force-legacy=false" in cmd
+    append = cmd[cmd.index("-append") + 1]
+    assert "console=ttyS0" in append
+    # No HPET or PM timer on microvm: the guest is told the TSC frequency
+    # (TCG's TSC is the host's), on x86 hosts, which report it
+    khz = host_tsc_khz()
+    assert (f"tsc_early_khz={khz}" in append.split()) == bool(khz)
+    devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
+    assert devs == ["virtio-iommu-pci",
+                    "virtio-blk-device,drive=disk0,iommu_platform=on",
+                    "virtio-net-device,netdev=net0,iommu_platform=on", "edu"]
+    # Other machines are not told
+    q35 = command(MACHINES["q35-virtio-iommu"], g)
+    assert "tsc_early_khz" not in q35[q35.index("-append") + 1]
 
 
 def test_platform_endpoint_check_reads_the_trace(tmp_path):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # virtio devices on virtio-mmio transports behind the virtio-iommu (the
-# transports' device tree nodes name it in "iommus"): each such device must
+# transports' device tree nodes name it in "iommus", or the ACPI VIOT table
+# has a virtio-mmio endpoint node for them): each such device must
 # have negotiated ACCESS_PLATFORM, so that its DMA goes through the DMA API,
 # and its transport must sit in an IOMMU group of the expected type. The
 # host then checks in QEMU's trace that their domains received MAPs.
@@ -16,8 +17,10 @@ n=0
 for d in /sys/bus/virtio/devices/*; do
 	[ -e "$d" ] || continue
 	parent=$(readlink -f "$d/..")
-	case $(basename "$parent") in
-	*.virtio_mmio) ;;
+	# Named after the device tree node (a000000.virtio_mmio) or the ACPI
+	# one (LNRO0005:00): the transport's driver tells.
+	case $(basename "$(readlink -f "$parent/driver")") in
+	virtio-mmio) ;;
 	*) continue ;;
 	esac
 	n=$((n + 1))

@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: GPL-2.0
+# Devices of the patched qemu-system-x86_64 (testbed/qemu_build.py): the
+# microvm board (it brings its virtio-mmio transports, the GPEX PCIe host,
+# the ISA serial port and the ACPI tables, VIOT included) and what the
+# scenarios put on it, nothing else, so that the build stays small.
+CONFIG_MICROVM=y
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_BLK=y
+CONFIG_VIRTIO_NET=y
+CONFIG_VIRTIO_IOMMU=y
+CONFIG_EDU=y
