@@ -78,19 +78,24 @@ struct gpt_unmap_state {
 	bool done;		/* range finished or stopped at a large page */
 };
 
-struct gpt_walk_state {
+/* A walk that visits leaves one by one, see PTN(visit_level) */
+struct gpt_visit_state {
 	struct gpt_table *t;
 	u64 iova;
 	u64 left;
-	gpt_leaf_fn fn;
-	void *arg;
+	int (*leaf)(struct gpt_visit_state *s, u64 *ptep, unsigned int n,
+		    unsigned int lvl, u64 iova, u64 size);
 	int ret;
 };
 
+struct gpt_walk_state {
+	struct gpt_visit_state v;
+	gpt_leaf_fn fn;
+	void *arg;
+};
+
 struct gpt_dirty_state {
-	struct gpt_table *t;
-	u64 iova;
-	u64 left;
+	struct gpt_visit_state v;
 	unsigned long flags;
 	struct iommu_dirty_bitmap *dirty;
 };

@@ -726,7 +726,13 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 	return 0;
 }
 
-static bool PTN(dirty_level)(struct gpt_dirty_state *s, u64 *table,
+/*
+ * Visit the leaves of a range in order, for the walks that look at them one
+ * by one (dirty tracking, gpt_walk()): s->leaf gets the first entry of each
+ * leaf or run, how many entries it has, its level and the first address and
+ * size of its page; non-zero stops the walk.
+ */
+static bool PTN(visit_level)(struct gpt_visit_state *s, u64 *table,
 			     unsigned int lvl, unsigned int bits)
 {
 	struct gpt_table *t = s->t;
@@ -740,91 +746,8 @@ static bool PTN(dirty_level)(struct gpt_dirty_state *s, u64 *table,
 		u64 adv = span - (s->iova & (span - 1));
 
 		if (ptf_present(pte) && lvl && ptf_is_table(t, pte, lvl)) {
-			if (PTN(dirty_level)(s, ptf_table_va(t, pte), lvl - 1,
+			if (PTN(visit_level)(s, ptf_table_va(t, pte), lvl - 1,
 					     ptf_bits(t, lvl - 1, false)))
-				return true;
-			idx++;
-			continue;
-		}
-		if (ptf_present(pte)) {
-			unsigned int k = ptf_run_log2(t, pte, lvl);
-			unsigned int n = 1U << k, i, first = idx & ~(n - 1);
-			u64 size = span << k;
-			bool dirty = false;
-
-			/* The IOMMU may mark any entry of a run */
-			for (i = 0; i < n; i++) {
-				u64 *p = &table[first + i];
-				u64 old = READ_ONCE(*p);
-
-				if (!ptf_dirty(t, old))
-					continue;
-				dirty = true;
-				if (s->flags & IOMMU_DIRTY_NO_CLEAR)
-					continue;
-				while (ptf_dirty(t, old) &&
-				       !try_cmpxchg64(p, &old, ptf_clean(t, old)))
-					;
-			}
-			if (dirty)
-				iommu_dirty_bitmap_record(s->dirty,
-							  s->iova & ~(size - 1),
-							  size);
-			adv = size - (s->iova & (size - 1));
-			idx = first + n;
-		} else {
-			idx++;
-		}
-		if (s->left < adv)
-			return true;
-		s->iova += adv;
-		s->left -= adv;
-	}
-	return false;
-}
-
-static int PTN(read_and_clear_dirty)(struct gpt_table *t, u64 iova, u64 len,
-				     unsigned long flags,
-				     struct iommu_dirty_bitmap *dirty)
-{
-	unsigned long top = READ_ONCE(t->top);
-	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
-	struct gpt_dirty_state s;
-
-	if (!ptf_dirty_ok(t))
-		return -EOPNOTSUPP;
-	if (!len || !dirty || iova + len - 1 < iova)
-		return -EINVAL;
-	if (reach < 64 && (iova >> reach))
-		return 0;
-	if (reach < 64 && ((iova + len - 1) >> reach))
-		len = (1ULL << reach) - iova;
-	s.t = t;
-	s.iova = iova;
-	s.left = len - 1;
-	s.flags = flags;
-	s.dirty = dirty;
-	PTN(dirty_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
-			 ptf_bits(t, gpt_top_lvl(top), true));
-	return 0;
-}
-
-static bool PTN(walk_level)(struct gpt_walk_state *s, u64 *table,
-			    unsigned int lvl, unsigned int bits)
-{
-	struct gpt_table *t = s->t;
-	unsigned int shift = ptf_shift(t, lvl);
-	unsigned int nents = 1U << bits;
-	unsigned int idx = PTN(index)(t, s->iova, lvl, bits);
-	u64 span = 1ULL << shift;
-
-	while (idx < nents) {
-		u64 pte = READ_ONCE(table[idx]);
-		u64 adv = span - (s->iova & (span - 1));
-
-		if (ptf_present(pte) && lvl && ptf_is_table(t, pte, lvl)) {
-			if (PTN(walk_level)(s, ptf_table_va(t, pte), lvl - 1,
-					    ptf_bits(t, lvl - 1, false)))
 				return true;
 			idx++;
 			continue;
@@ -833,16 +756,9 @@ static bool PTN(walk_level)(struct gpt_walk_state *s, u64 *table,
 			unsigned int k = ptf_run_log2(t, pte, lvl);
 			unsigned int n = 1U << k, first = idx & ~(n - 1);
 			u64 size = span << k;
-			u64 head = READ_ONCE(table[first]);
-			struct gpt_leaf leaf = {
-				.iova = s->iova & ~(size - 1),
-				.pa = ptf_leaf_pa(t, head, lvl, size),
-				.size = size,
-				.prot = ptf_leaf_prot(t, head),
-				.sw = PTN(leaf_sw)(t, head),
-			};
 
-			s->ret = s->fn(&leaf, s->arg);
+			s->ret = s->leaf(s, &table[first], n, lvl,
+					 s->iova & ~(size - 1), size);
 			if (s->ret)
 				return true;
 			adv = size - (s->iova & (size - 1));
@@ -858,24 +774,94 @@ static bool PTN(walk_level)(struct gpt_walk_state *s, u64 *table,
 	return false;
 }
 
-static int PTN(walk)(struct gpt_table *t, u64 iova, u64 len, gpt_leaf_fn fn,
-		     void *arg)
+/* Visit [iova, iova + len - 1], clipped to what the table reaches */
+static int PTN(visit)(struct gpt_visit_state *s, u64 iova, u64 len)
 {
+	struct gpt_table *t = s->t;
 	unsigned long top = READ_ONCE(t->top);
 	unsigned int reach = PTN(reach)(t, gpt_top_lvl(top));
-	struct gpt_walk_state s = { .t = t, .fn = fn, .arg = arg };
 
-	if (!len || !fn || iova + len - 1 < iova)
-		return -EINVAL;
 	if (reach < 64 && (iova >> reach))
 		return 0;
 	if (reach < 64 && ((iova + len - 1) >> reach))
 		len = (1ULL << reach) - iova;
-	s.iova = iova;
-	s.left = len - 1;
-	PTN(walk_level)(&s, gpt_top_table(top), gpt_top_lvl(top),
-			ptf_bits(t, gpt_top_lvl(top), true));
-	return s.ret;
+	s->iova = iova;
+	s->left = len - 1;
+	s->ret = 0;
+	PTN(visit_level)(s, gpt_top_table(top), gpt_top_lvl(top),
+			 ptf_bits(t, gpt_top_lvl(top), true));
+	return s->ret;
+}
+
+static int PTN(dirty_leaf)(struct gpt_visit_state *v, u64 *ptep,
+			   unsigned int n, unsigned int lvl, u64 iova, u64 size)
+{
+	struct gpt_dirty_state *s = container_of(v, struct gpt_dirty_state, v);
+	struct gpt_table *t = v->t;
+	bool dirty = false;
+	unsigned int i;
+
+	/* The IOMMU may mark any entry of a run */
+	for (i = 0; i < n; i++) {
+		u64 old = READ_ONCE(ptep[i]);
+
+		if (!ptf_dirty(t, old))
+			continue;
+		dirty = true;
+		if (s->flags & IOMMU_DIRTY_NO_CLEAR)
+			continue;
+		while (ptf_dirty(t, old) &&
+		       !try_cmpxchg64(&ptep[i], &old, ptf_clean(t, old)))
+			;
+	}
+	if (dirty)
+		iommu_dirty_bitmap_record(s->dirty, iova, size);
+	return 0;
+}
+
+static int PTN(read_and_clear_dirty)(struct gpt_table *t, u64 iova, u64 len,
+				     unsigned long flags,
+				     struct iommu_dirty_bitmap *dirty)
+{
+	struct gpt_dirty_state s = {
+		.v = { .t = t, .leaf = PTN(dirty_leaf) },
+		.flags = flags, .dirty = dirty,
+	};
+
+	if (!ptf_dirty_ok(t))
+		return -EOPNOTSUPP;
+	if (!len || !dirty || iova + len - 1 < iova)
+		return -EINVAL;
+	return PTN(visit)(&s.v, iova, len);
+}
+
+static int PTN(walk_leaf)(struct gpt_visit_state *v, u64 *ptep,
+			  unsigned int n, unsigned int lvl, u64 iova, u64 size)
+{
+	struct gpt_walk_state *s = container_of(v, struct gpt_walk_state, v);
+	struct gpt_table *t = v->t;
+	u64 head = READ_ONCE(*ptep);
+	struct gpt_leaf leaf = {
+		.iova = iova,
+		.pa = ptf_leaf_pa(t, head, lvl, size),
+		.size = size,
+		.prot = ptf_leaf_prot(t, head),
+		.sw = PTN(leaf_sw)(t, head),
+	};
+
+	return s->fn(&leaf, s->arg);
+}
+
+static int PTN(walk)(struct gpt_table *t, u64 iova, u64 len, gpt_leaf_fn fn,
+		     void *arg)
+{
+	struct gpt_walk_state s = {
+		.v = { .t = t, .leaf = PTN(walk_leaf) }, .fn = fn, .arg = arg,
+	};
+
+	if (!len || !fn || iova + len - 1 < iova)
+		return -EINVAL;
+	return PTN(visit)(&s.v, iova, len);
 }
 
 static int PTN(set_sw)(struct gpt_table *t, u64 iova, unsigned int set,
