@@ -180,10 +180,17 @@ static inline u64 viommu_maps_del(struct viommu_maps *m, u64 start, u64 last)
 
 	if (start > e.end)
 		return 0;
-	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1 &&
-	    !(page.sw & GPT_SW_FIRST))
-		return 0;
-	if (e.end < VIOMMU_TABLE_LAST)
+	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1) {
+		if (!(page.sw & GPT_SW_FIRST))
+			return 0;
+		/* A MAP of one page, the DMA API's commonest: no second lookup */
+		if ((page.sw & GPT_SW_LAST) &&
+		    page.iova + page.size - 1 >= e.end) {
+			e.end = page.iova + page.size - 1;
+			e.seen = true;
+		}
+	}
+	if (!e.seen && e.end < VIOMMU_TABLE_LAST)
 		gpt_walk(&m->table, e.end, VIOMMU_TABLE_LAST - e.end + 1,
 			 viommu_maps_find_end, &e);
 	if (atomic_read(&m->failed))
