@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             kernel.build_all(args.targets or None)
         elif args.cmd == "images":
             from . import initramfs, kernel
-            for target in args.targets or kernel.DEFAULT_TARGETS:
+            for target in args.targets or kernel.default_targets():
                 initramfs.base_image(target)
         elif args.cmd == "qemu":
             from . import qemu_build
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "scenarios":
             from .scenarios import SCENARIOS
             for sc in SCENARIOS.values():
-                print(f"{sc.name:28} {sc.kernel:14} {sc.summary}")
+                full = " (check-full only)" if sc.full_only else ""
+                print(f"{sc.name:30} {sc.kernel:14} {sc.summary}{full}")
         elif args.cmd == "boot":
             from . import boot
             result = boot.run_scenario(args.scenario)

@@ -157,7 +157,7 @@ def run_scenario(name: str | Scenario) -> Result:
     initrd = initramfs.scenario_image(base, env, work / "initrd.cpio")
     trace_log = paths.LOGS / f"{sc.name}.trace"
     trace_log.unlink(missing_ok=True)
-    guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=sc.append,
+    guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=kernel_append(sc),
                        console_log=log, devices=sc.devices, disk=disk,
                        transport=sc.transport, trace=sc.trace, trace_log=trace_log)
     cmd = qemu.command(machine, guest)
@@ -190,6 +190,15 @@ def run_scenario(name: str | Scenario) -> Result:
     if sc.transport == "mmio":
         result.host_checks.append(_platform_endpoint_check(result.trace_log, sc))
     return result
+
+
+def kernel_append(sc: Scenario) -> str:
+    """The scenario's command line; a kernel with KUnit suites built in runs
+    them only where the scenario has the kunit step to report them."""
+    append = sc.append
+    if "kunit.config" in TARGETS[sc.kernel].fragments and "kunit" not in sc.steps:
+        append = f"{append} kunit.enable=0".strip()
+    return append
 
 
 def _disk_check(disk: Path, console: Console) -> Case:

@@ -47,8 +47,10 @@ class Target:
 TARGETS = {t.name: t for t in (
     Target("x86_64", "x86", ("common.config", "x86_64.config", "vhost-iommu.config"),
            "arch/x86/boot/bzImage"),
+    # Also the kernel of the KUnit suites (the x86_64-kunit scenario)
     Target("x86_64-debug", "x86",
-           ("common.config", "x86_64.config", "vhost-iommu.config", "debug.config"),
+           ("common.config", "x86_64.config", "vhost-iommu.config", "debug.config",
+            "kunit.config"),
            "arch/x86/boot/bzImage"),
     Target("arm64", "arm64", ("common.config", "arm64.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
@@ -66,8 +68,12 @@ TARGETS = {t.name: t for t in (
            "arch/x86/boot/bzImage", stock=True),
 )}
 
-# The targets `make check` needs; arm64 last so x86_64 results come first.
-DEFAULT_TARGETS = ("x86_64", "x86_64-debug", "arm64", "arm64-16k", "arm64-64k", "arm64-debug")
+
+
+def default_targets() -> tuple[str, ...]:
+    """The targets `make check` boots (`make check-full`'s with TB_FULL=1)."""
+    from .scenarios import check_kernels
+    return check_kernels()
 
 
 def make_args(t: Target) -> list[str]:
@@ -179,7 +185,7 @@ def build(t: Target) -> None:
 
 
 def build_all(names: list[str] | None = None) -> None:
-    for name in names or DEFAULT_TARGETS:
+    for name in names or default_targets():
         if name not in TARGETS:
             raise StepError(f"unknown kernel target {name!r} "
                             f"(known: {', '.join(TARGETS)})")

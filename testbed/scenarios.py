@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 
 # What each IOMMU driver prints for a translation fault (kernel log, ERE).
@@ -68,6 +69,10 @@ class Scenario:
     env: dict = field(default_factory=dict)
     extra_trace: tuple[str, ...] = ()
     transport: str = "pci"          # of the virtio disk and NIC: "pci" or "mmio"
+    # Booted by `make check-full` only: CI's `make check` must finish within
+    # its time on a fresh machine (README), and these need kernels that no
+    # other scenario boots (see CHECK_KERNELS).
+    full_only: bool = False
 
     @property
     def trace(self) -> tuple[str, ...]:
@@ -113,7 +118,8 @@ MMIO_X86 = dataclasses.replace(
 MMIO_DEBUG = dataclasses.replace(
     MMIO, name="arm64-virtio-iommu-mmio-debug",
     summary="the arm64 virtio-mmio scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
-    kernel="arm64-debug", steps=("kmemleak-clear", *MMIO_STEPS, "kmemleak"), timeout_s=600)
+    kernel="arm64-debug", steps=("kmemleak-clear", *MMIO_STEPS, "kmemleak"), timeout_s=600,
+    full_only=True)
 
 
 def _smmuv3_granule(kib: int) -> Scenario:
@@ -126,7 +132,7 @@ def _smmuv3_granule(kib: int) -> Scenario:
                "virt-smmuv3", f"arm64-{kib}k", ("iommu-info", "blk", "vfio-edu"),
                devices=("blk", "edu"), fault="smmuv3", append=VFIO_UNSAFE_IRQS,
                env={**on_generic_pt("smmuv3"), "TB_IOMMU_GRANULE": hex(kib << 10),
-                    "TB_STRESS_EDU_OPS": "40"})
+                    "TB_STRESS_EDU_OPS": "40"}, full_only=True)
 
 
 _ALL = (
@@ -207,22 +213,53 @@ STRESS_ENV = {"TB_STRESS_EDU_OPS": "100", "TB_STRESS_BLK_OPS": "64",
               "TB_STRESS_SEED": "1", "TB_STRESS_NEED_HUGE": "1"}
 
 
-def _stress(arch: str, iommu: str, machine: str, kernel: str) -> Scenario:
+def _stress(arch: str, iommu: str, machine: str, kernel: str,
+            full_only: bool = False) -> Scenario:
     return _sc(f"{arch}-{iommu}-stress",
                f"{iommu} under stress on the debug kernel: VFIO edu map/DMA/unmap "
                f"with 2 MiB pages, direct disk I/O of mixed sizes",
                machine, kernel, STRESS_STEPS, devices=("blk", "edu"), fault=iommu,
                append=VFIO_UNSAFE_IRQS, timeout_s=900,
-               env={**STRESS_ENV, **on_generic_pt(iommu), "TB_IOMMU_GRANULE": "0x1000"})
+               env={**STRESS_ENV, **on_generic_pt(iommu), "TB_IOMMU_GRANULE": "0x1000"},
+               full_only=full_only)
 
 
 _ALL += (
     _stress("x86_64", "intel-iommu", "q35-intel-iommu", "x86_64-debug"),
     _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug"),
-    _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug"),
+    _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug", full_only=True),
+)
+
+# The KUnit suites on the x86_64 debug kernel (KASAN, lockdep, UBSAN): they
+# are built in (configs/kunit.config) and run at boot, before /init; the
+# kunit step reports each case from debugfs. Sharing the debug kernel saves
+# a kernel build of its own. Cases that must have run, not been skipped:
+# the bit-for-bit comparison with the table the AMD driver's own code builds
+# (on UML the io-pgtable-arm ones, tests/test_kunit.py).
+KUNIT_X86_MUST_RUN = ("generic_pt_compare.gpt_cmp_amd_test",)
+_ALL += (
+    _sc("x86_64-kunit",
+        "the KUnit suites on the x86_64 KASAN/lockdep/UBSAN kernel, the "
+        "bit-for-bit comparison with the AMD driver's table included",
+        "q35", "x86_64-debug", ("kunit",), timeout_s=900,
+        env={"TB_KUNIT_MUST_RUN": " ".join(KUNIT_X86_MUST_RUN)}),
 )
 
 SCENARIOS = {s.name: s for s in _ALL}
+
+
+def selected(full: bool | None = None) -> dict[str, Scenario]:
+    """The scenarios a run boots: all for `make check-full` (TB_FULL=1),
+    else those not marked full_only."""
+    if full is None:
+        full = os.environ.get("TB_FULL", "") not in ("", "0")
+    return {n: s for n, s in SCENARIOS.items() if full or not s.full_only}
+
+
+def check_kernels(full: bool | None = None) -> tuple[str, ...]:
+    """The kernel targets the selected scenarios boot, x86_64 ones first."""
+    names = {s.kernel for s in selected(full).values()}
+    return tuple(sorted(names, key=lambda n: (not n.startswith("x86_64"), n)))
 
 
 # `make bench-viommu` (testbed/bench.py), not part of `make check`: the DMA

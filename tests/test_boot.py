@@ -4,8 +4,11 @@
 import pytest
 
 from conftest import booted
-from testbed.scenarios import SCENARIOS
+from testbed.scenarios import selected
 
+# `make check`: every scenario not marked full_only; `make check-full`
+# (TB_FULL=1): all of them.
+SCENARIOS = selected()
 STEPS = [(sc.name, step) for sc in SCENARIOS.values() for step in sc.steps]
 
 

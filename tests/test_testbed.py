@@ -309,13 +309,12 @@ def test_bench_drivers_rows():
 
 def test_stress_scenarios_run_on_debug_kernels():
     """One stress scenario per IOMMU with its own page tables, KASAN kernels, fixed counts."""
-    from testbed.kernel import DEFAULT_TARGETS
-    from testbed.scenarios import SCENARIOS
+    from testbed.scenarios import SCENARIOS, check_kernels
 
     stress = [sc for sc in SCENARIOS.values() if sc.name.endswith("-stress")]
     assert {sc.fault for sc in stress} == {"intel-iommu", "amd-iommu", "smmuv3"}
     for sc in stress:
-        assert sc.kernel.endswith("-debug") and sc.kernel in DEFAULT_TARGETS
+        assert sc.kernel.endswith("-debug") and sc.kernel in check_kernels(full=True)
         assert {"vfio-edu", "blk-stress"} <= set(sc.steps)
         assert int(sc.env["TB_STRESS_EDU_OPS"]) > 0 and int(sc.env["TB_STRESS_BLK_OPS"]) > 0
 
@@ -334,11 +333,32 @@ def test_converted_drivers_boot_on_generic_pt():
 
 
 def test_every_scenario_kernel_is_built_by_make_check():
-    """make check builds the kernel of every scenario it boots."""
-    from testbed.kernel import DEFAULT_TARGETS
+    """make check builds the kernel of every scenario it boots and no other;
+    make check-full boots every scenario."""
+    from testbed.scenarios import SCENARIOS, check_kernels, selected
+
+    quick = selected(full=False)
+    assert set(check_kernels(full=False)) == {sc.kernel for sc in quick.values()}
+    assert selected(full=True) == SCENARIOS
+    assert set(check_kernels(full=True)) == {sc.kernel for sc in SCENARIOS.values()}
+    # Debug options and every IOMMU model stay in CI's run
+    assert "x86_64-debug" in check_kernels(full=False)
+    assert {sc.machine for sc in quick.values()} >= {
+        "q35-virtio-iommu", "q35-intel-iommu", "q35-amd-iommu", "virt-smmuv3",
+        "virt-virtio-iommu-mmio", "microvm-virtio-iommu-mmio"}
+
+
+def test_debug_kernel_runs_kunit_only_in_its_scenario():
+    """The x86_64 debug kernel has KUnit built in: only x86_64-kunit runs it."""
+    from testbed.boot import kernel_append
     from testbed.scenarios import SCENARIOS
 
-    assert {sc.kernel for sc in SCENARIOS.values()} == set(DEFAULT_TARGETS)
+    assert "kunit.enable=0" not in kernel_append(SCENARIOS["x86_64-kunit"])
+    for sc in SCENARIOS.values():
+        if sc.kernel == "x86_64-debug" and sc.name != "x86_64-kunit":
+            assert "kunit.enable=0" in kernel_append(sc).split()
+        if sc.kernel == "x86_64":
+            assert "kunit.enable" not in kernel_append(sc)
 
 
 @pytest.mark.parametrize("kib,name", [(4, "arm64-smmuv3"), (4, "arm64-smmuv3-stress"),
