@@ -40,4 +40,18 @@ if [ -n "$TB_PT_PARAM" ]; then
 	check "$TB_PT_PARAM reads $TB_PT_WANT (got ${got:-nothing})" \
 		[ "$got" = "$TB_PT_WANT" ]
 fi
+# And the maps really went through generic_pt in that format (the boot's
+# DMA already made some): a silent fallback to the old code makes none.
+if [ -n "$TB_PT_FORMAT" ]; then
+	maps=$(awk -v f="$TB_PT_FORMAT" '$1 == f { print $2 }' \
+		/sys/kernel/debug/generic_pt/iommu_maps 2>/dev/null)
+	diag "generic_pt $TB_PT_FORMAT maps: ${maps:-none}"
+	if [ "$TB_PT_WANT" = N ]; then
+		check "no map went through generic_pt's $TB_PT_FORMAT tables" \
+			[ "${maps:-0}" -eq 0 ]
+	else
+		check "maps went through generic_pt's $TB_PT_FORMAT tables" \
+			[ "${maps:-0}" -gt 0 ]
+	fi
+fi
 plan

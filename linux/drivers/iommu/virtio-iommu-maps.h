@@ -13,8 +13,9 @@
  *
  * Kept apart from the driver so that KUnit can check it on any
  * architecture. The locking is the table's: none. Calls on disjoint ranges
- * may run at once, as the DMA API makes them; viommu_maps_replay() walks
- * the whole table and needs that nothing unmaps meanwhile.
+ * may run at once, as the DMA API makes them, and look at nothing outside
+ * their range; viommu_maps_replay() walks the whole table and needs that
+ * nothing maps or unmaps meanwhile (the driver's replay lock).
  */
 #ifndef _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
 #define _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
@@ -80,8 +81,9 @@ static inline void viommu_maps_destroy(struct viommu_maps *m)
 
 /*
  * Unmap from the table only. The device never walks it, so the table pages
- * an unmap empties can go at once, without waiting for the UNMAP: nobody
- * else looks inside a range its owner is unmapping.
+ * an unmap empties can go at once, without waiting for the UNMAP: no other
+ * call looks inside a range its owner is unmapping, and the replay, which
+ * looks everywhere, is kept out by the driver.
  */
 static inline u64 viommu_maps_clear(struct viommu_maps *m, u64 start, u64 len)
 {
@@ -131,22 +133,17 @@ static inline int viommu_maps_copy_page(const struct gpt_leaf *leaf,
 	return 1;
 }
 
-struct viommu_maps_end {
-	u64 end;
-	bool seen;
-};
-
-/* Follow a MAP page by page to the one marked last */
+/*
+ * Follow a MAP page by page, from the page that ends at *@arg, to the page
+ * marked last. A MAP has no holes, so the walk never leaves it.
+ */
 static inline int viommu_maps_find_end(const struct gpt_leaf *leaf, void *arg)
 {
-	struct viommu_maps_end *e = arg;
+	u64 *end = arg;
 
-	/* The first page must hold the address; the next ones follow it */
-	if (!e->seen ? leaf->iova > e->end :
-	    leaf->iova != e->end + 1 || (leaf->sw & GPT_SW_FIRST))
+	if (leaf->iova != *end + 1 || (leaf->sw & GPT_SW_FIRST))
 		return 1;
-	e->seen = true;
-	e->end = leaf->iova + leaf->size - 1;
+	*end = leaf->iova + leaf->size - 1;
 	return leaf->sw & GPT_SW_LAST ? 1 : 0;
 }
 
@@ -158,16 +155,90 @@ static inline int viommu_maps_forget_failed(const struct gpt_leaf *leaf,
 	return 0;
 }
 
+static inline int viommu_maps_any(const struct gpt_leaf *leaf, void *arg)
+{
+	return 1;
+}
+
+/**
+ * viommu_maps_extent() - the range an UNMAP of [@start, @last] must cover
+ * @m: the domain's MAPs
+ * @start: first address
+ * @last: last address
+ * @end: set to the last address of the range, @last widened to the end of
+ *       the MAP that holds it
+ *
+ * A MAP that begins before @start cannot be split, the start of a large
+ * page inside a MAP included: the device would refuse the UNMAP. One that
+ * ends after @last is covered whole, as the device would remove it. When
+ * @last ends a MAP, as it does for the DMA API, finding the end costs one
+ * lookup.
+ *
+ * The lookups stay inside [@start, @last] and the MAP that holds @last,
+ * which belong to the caller: tables of other ranges may be changed and
+ * freed by other CPUs meanwhile.
+ *
+ * Return: true with *@end set; false when nothing is mapped in the range
+ * or it starts inside a MAP.
+ */
+static inline bool viommu_maps_extent(struct viommu_maps *m, u64 start,
+				      u64 last, u64 *end)
+{
+	u64 to = min(last, VIOMMU_TABLE_LAST);
+	struct gpt_leaf page;
+
+	if (start > to)
+		return false;
+	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1) {
+		if (!(page.sw & GPT_SW_FIRST) || page.iova != start)
+			return false;
+		/* A MAP of one page, the DMA API's commonest: no second lookup */
+		if ((page.sw & GPT_SW_LAST) && page.iova + page.size - 1 >= to) {
+			*end = page.iova + page.size - 1;
+			return true;
+		}
+	} else if (gpt_walk(&m->table, start, to - start + 1,
+			    viommu_maps_any, NULL) != 1) {
+		return false;
+	}
+	/*
+	 * Widen to the end of the MAP that holds @to. A hole there widens
+	 * nothing; a walk onwards from a hole would enter other ranges.
+	 */
+	if (gpt_walk(&m->table, to, 1, viommu_maps_copy_page, &page) == 1) {
+		to = page.iova + page.size - 1;
+		if (!(page.sw & GPT_SW_LAST) && to < VIOMMU_TABLE_LAST)
+			gpt_walk(&m->table, to + 1, VIOMMU_TABLE_LAST - to,
+				 viommu_maps_find_end, &to);
+	}
+	*end = to;
+	return true;
+}
+
+/**
+ * viommu_maps_remove() - remove what viommu_maps_extent() found
+ * @m: the domain's MAPs
+ * @start: first address
+ * @end: the last address viommu_maps_extent() gave
+ *
+ * Return: the bytes removed, @end - @start + 1 (holes included).
+ */
+static inline u64 viommu_maps_remove(struct viommu_maps *m, u64 start, u64 end)
+{
+	if (atomic_read(&m->failed))
+		gpt_walk(&m->table, start, end - start + 1,
+			 viommu_maps_forget_failed, &m->failed);
+	return viommu_maps_clear(m, start, end - start + 1);
+}
+
 /**
  * viommu_maps_del() - remove the MAPs inside a range
  * @m: the domain's MAPs
  * @start: first address
  * @last: last address
  *
- * A MAP that begins before @start cannot be split: nothing is removed then.
- * One that ends after @last is removed whole, as the device would remove
- * it. When @last ends a MAP, as it does for the DMA API, finding the end
- * costs one lookup.
+ * viommu_maps_extent() and viommu_maps_remove() in one: the range is
+ * widened to whole MAPs, nothing is removed when it starts inside one.
  *
  * Return: the bytes removed from @start on, holes between MAPs included
  * (the UNMAP to send covers them), at least @last - @start + 1; 0 when
@@ -175,28 +246,11 @@ static inline int viommu_maps_forget_failed(const struct gpt_leaf *leaf,
  */
 static inline u64 viommu_maps_del(struct viommu_maps *m, u64 start, u64 last)
 {
-	struct viommu_maps_end e = { .end = min(last, VIOMMU_TABLE_LAST) };
-	struct gpt_leaf page;
+	u64 end;
 
-	if (start > e.end)
+	if (!viommu_maps_extent(m, start, last, &end))
 		return 0;
-	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1) {
-		if (!(page.sw & GPT_SW_FIRST))
-			return 0;
-		/* A MAP of one page, the DMA API's commonest: no second lookup */
-		if ((page.sw & GPT_SW_LAST) &&
-		    page.iova + page.size - 1 >= e.end) {
-			e.end = page.iova + page.size - 1;
-			e.seen = true;
-		}
-	}
-	if (!e.seen && e.end < VIOMMU_TABLE_LAST)
-		gpt_walk(&m->table, e.end, VIOMMU_TABLE_LAST - e.end + 1,
-			 viommu_maps_find_end, &e);
-	if (atomic_read(&m->failed))
-		gpt_walk(&m->table, start, e.end - start + 1,
-			 viommu_maps_forget_failed, &m->failed);
-	return viommu_maps_clear(m, start, e.end - start + 1);
+	return viommu_maps_remove(m, start, end);
 }
 
 /**

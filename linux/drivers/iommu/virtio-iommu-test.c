@@ -178,10 +178,7 @@ static void viommu_test_probe_good(struct kunit *test)
 	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0xfee00000, 0xfeefffff);
 	put_prop(buf, &w, 0x7ff, 4);			/* unknown type */
 	w += 4;
-	/* Reserved upper bits of the type field are ignored */
 	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
-	put_unaligned_le16(0xf000 | VIRTIO_IOMMU_PROBE_T_RESV_MEM,
-			   buf + w - 24);
 
 	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			1);
@@ -203,6 +200,44 @@ static void viommu_test_probe_good(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, prop.last, 0xfff);
 
 	/* Zeroes: the NONE property ends the list */
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			0);
+}
+
+/*
+ * virtio 1.3, PROBE, driver requirements: the driver MUST ignore a property
+ * whose header has reserved bits set. It is skipped whole, its type
+ * matching none (not even NONE, which would end the list), and the
+ * properties after it are still read.
+ */
+static void viommu_test_probe_reserved_bits(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[128] = {};
+	size_t w = 0, pos = 0;
+
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0xfee00000, 0xfeefffff);
+	put_unaligned_le16(0xf000 | VIRTIO_IOMMU_PROBE_T_RESV_MEM, buf);
+	put_prop(buf, &w, 0x8000 | VIRTIO_IOMMU_PROBE_T_NONE, 4);
+	w += 4;
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_NE(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.start, 0);
+	KUNIT_EXPECT_EQ(test, prop.last, 0);
+	KUNIT_EXPECT_EQ(test, pos, 24);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_NE(test, prop.type, VIRTIO_IOMMU_PROBE_T_NONE);
+	KUNIT_EXPECT_EQ(test, pos, 32);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.last, 0xfff);
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			0);
 }
@@ -473,6 +508,38 @@ static void viommu_test_maps_refused(struct kunit *test)
 	viommu_test_maps_done(test, &m);
 }
 
+/*
+ * An unmap starting inside a large page of a MAP starts inside the MAP,
+ * even where that page carries the MAP's first mark: refused, nothing
+ * removed, and a refusal recorded on the MAP stays counted once.
+ */
+static void viommu_test_maps_inside_block(struct kunit *test)
+{
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, SZ_2M, SZ_4M - 1, SZ_2M,
+					      VIOMMU_TEST_RW, GFP_KERNEL), 0);
+	viommu_maps_refused(&m, SZ_2M, -ENOMEM);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 1);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, SZ_2M + SZ_4K, SZ_4M - 1), 0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, SZ_2M + SZ_1M, SZ_4M - 1), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, SZ_2M + SZ_1M), SZ_2M + SZ_1M);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 1);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, SZ_2M, SZ_4M - 1), -ENOMEM);
+	/* An unmap ending in a hole after the MAP covers the hole, no more */
+	KUNIT_EXPECT_EQ(test, viommu_maps_add(&m, SZ_8M, SZ_8M + SZ_4K - 1,
+					      SZ_8M, VIOMMU_TEST_RW, GFP_KERNEL),
+			0);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, SZ_2M, SZ_4M + SZ_4K - 1),
+			SZ_2M + SZ_4K);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 0);
+	KUNIT_EXPECT_EQ(test, viommu_test_phys(&m, SZ_8M), SZ_8M);
+	KUNIT_EXPECT_EQ(test, viommu_maps_del(&m, SZ_8M, SZ_8M + SZ_4K - 1),
+			SZ_4K);
+	viommu_test_maps_done(test, &m);
+}
+
 struct viommu_test_replayed {
 	u64 start[4], last[4], pa[4];
 	int prot[4];
@@ -539,6 +606,7 @@ static struct kunit_case viommu_maps_cases[] = {
 	KUNIT_CASE(viommu_test_maps_overlap),
 	KUNIT_CASE(viommu_test_maps_partial),
 	KUNIT_CASE(viommu_test_maps_refused),
+	KUNIT_CASE(viommu_test_maps_inside_block),
 	KUNIT_CASE(viommu_test_maps_replay),
 	{}
 };
@@ -557,6 +625,7 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_status),
 	KUNIT_CASE(viommu_test_req_result),
 	KUNIT_CASE(viommu_test_probe_good),
+	KUNIT_CASE(viommu_test_probe_reserved_bits),
 	KUNIT_CASE(viommu_test_probe_edges),
 	KUNIT_CASE(viommu_test_probe_malformed),
 	KUNIT_CASE(viommu_test_fault),

@@ -158,7 +158,8 @@ static inline int viommu_req_result(u32 used, u32 write_len, u8 status)
 
 /**
  * struct viommu_probe_prop - one decoded PROBE property
- * @type: property type (VIRTIO_IOMMU_PROBE_T_*, reserved bits cleared)
+ * @type: property type (VIRTIO_IOMMU_PROBE_T_*); the whole type field when
+ *        its reserved bits are set, so that it matches no known type
  * @subtype: RESV_MEM subtype as the device wrote it
  * @start: RESV_MEM first address
  * @last: RESV_MEM last address (inclusive)
@@ -179,7 +180,9 @@ struct viommu_probe_prop {
  *
  * Properties follow each other without padding; the list ends at a property
  * of type NONE or at the end of the area. Properties of unknown type are
- * returned with only @type set, for the caller to skip.
+ * returned with only @type set, for the caller to skip. So are properties
+ * whose header has reserved bits set: the driver MUST ignore them (virtio
+ * 1.3, PROBE driver requirements), a NONE among them.
  *
  * Return: 1 if @prop holds a property, 0 at the end of the list, -EPROTO if
  * a property overruns the area, or a RESV_MEM property is too short or
@@ -196,7 +199,7 @@ static inline int viommu_probe_next(const u8 *buf, size_t len, size_t *pos,
 	memset(prop, 0, sizeof(*prop));
 	if (off > len || len - off < hdr)
 		return 0;
-	type = get_unaligned_le16(buf + off) & VIRTIO_IOMMU_PROBE_T_MASK;
+	type = get_unaligned_le16(buf + off);
 	plen = get_unaligned_le16(buf + off + 2);
 	if (type == VIRTIO_IOMMU_PROBE_T_NONE)
 		return 0;

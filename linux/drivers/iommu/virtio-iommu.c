@@ -2,6 +2,12 @@
 /*
  * virtio-iommu guest driver, MAP/UNMAP mode.
  *
+ * Copyright (C) 2019 Arm Limited
+ *
+ * A rewrite of the 6.12 driver by Jean-Philippe Brucker. The endpoint
+ * lookup (viommu_match_node(), viommu_get_by_fwnode()), device_group,
+ * of_xlate and the reserved-region handling keep that driver's logic.
+ *
  * The device (virtio 1.3, device ID 23) translates the DMA of the endpoints
  * behind it. The driver attaches endpoints to domains and, for every
  * iommu_map()/iommu_unmap() the IOMMU core or dma-iommu makes, sends MAP and
@@ -33,6 +39,7 @@
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ids.h>
+#include <linux/virtio_ring.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -71,10 +78,15 @@
 /* A slower notification (a stalled VMM) counts as this long */
 #define VIOMMU_EXIT_MAX_NS		(100 * NSEC_PER_USEC)
 
-static unsigned int combine_wait = 200;
+/*
+ * Off by default: the wait spins with interrupts off betting that another
+ * CPU comes to sync, a bet that loses whenever the other vCPU is not
+ * running, and under KVM, where an exit costs less than the wait.
+ */
+static unsigned int combine_wait;
 module_param(combine_wait, uint, 0644);
 MODULE_PARM_DESC(combine_wait,
-		 "How long a notifier may wait for another CPU's requests, in percent of one exit (0: never; default: 200)");
+		 "How long a notifier may wait for another CPU's requests, in percent of one exit (0: never, the default; 200 makes CPUs share exits)");
 
 /* Buckets of the combining wait histogram (debugfs) */
 #define VIOMMU_WAIT_BUCKETS		5
@@ -204,6 +216,12 @@ struct viommu_domain {
 	struct iommu_domain		domain;
 	struct viommu_dev		*viommu;
 	struct mutex			mutex;		/* finalise, attach, nr_endpoints */
+	/*
+	 * Keeps a replay of the MAPs out of their table while map_pages() and
+	 * unmap_pages() change it and send what they changed: they read it,
+	 * the replay writes it. nr_endpoints changes under both.
+	 */
+	rwlock_t			replay_lock;
 	unsigned int			id;
 	u32				map_flags;
 	bool				bypass;
@@ -674,36 +692,70 @@ out_unlock:
 	return ret;
 }
 
-/* Queue a MAP (or UNMAP) for the next sync, building it in its slot. */
-static int viommu_queue_map(struct viommu_domain *vdomain, u64 start, u64 last,
-			    u64 phys, u32 flags, bool unmap)
+/*
+ * A slot for a request of @vdomain that the next sync sends; the caller
+ * builds the request in slot->req and queues it with viommu_queue_req().
+ * Takes rq_lock, which an error drops again.
+ */
+static struct viommu_slot *viommu_req_slot(struct viommu_domain *vdomain,
+					   unsigned long *flags)
+	__acquires(&vdomain->viommu->rq_lock)
 {
 	struct viommu_dev *viommu = vdomain->viommu;
 	struct viommu_slot *slot;
-	unsigned long irqflags;
+
+	spin_lock_irqsave(&viommu->rq_lock, *flags);
+	slot = viommu_get_slot(viommu, false, flags);
+	if (IS_ERR(slot))
+		spin_unlock_irqrestore(&viommu->rq_lock, *flags);
+	return slot;
+}
+
+/* Queue the @len-byte request built in @slot; drops rq_lock. */
+static int viommu_queue_req(struct viommu_domain *vdomain,
+			    struct viommu_slot *slot, size_t len,
+			    unsigned long flags)
+	__releases(&vdomain->viommu->rq_lock)
+{
+	struct viommu_dev *viommu = vdomain->viommu;
 	int ret;
 
-	spin_lock_irqsave(&viommu->rq_lock, irqflags);
-	slot = viommu_get_slot(viommu, false, &irqflags);
-	if (IS_ERR(slot)) {
-		ret = PTR_ERR(slot);
-		goto out_unlock;
-	}
 	slot->buf = &slot->req;
 	slot->waited = false;
-	if (unmap) {
-		viommu_encode_unmap(&slot->req.unmap, vdomain->id, start, last);
-		slot->len = sizeof(slot->req.unmap);
-	} else {
-		viommu_encode_map(&slot->req.map, vdomain->id, start, last,
-				  phys, flags);
-		slot->len = sizeof(slot->req.map);
-	}
+	slot->len = len;
 	slot->write_len = VIOMMU_TAIL_LEN;
 	ret = viommu_queue(viommu, slot, vdomain);
-out_unlock:
-	spin_unlock_irqrestore(&viommu->rq_lock, irqflags);
+	spin_unlock_irqrestore(&viommu->rq_lock, flags);
 	return ret;
+}
+
+/* Queue a MAP for the next sync. */
+static int viommu_queue_map(struct viommu_domain *vdomain, u64 start, u64 last,
+			    u64 phys, u32 map_flags)
+{
+	struct viommu_slot *slot;
+	unsigned long flags;
+
+	slot = viommu_req_slot(vdomain, &flags);
+	if (IS_ERR(slot))
+		return PTR_ERR(slot);
+	viommu_encode_map(&slot->req.map, vdomain->id, start, last, phys,
+			  map_flags);
+	return viommu_queue_req(vdomain, slot, sizeof(slot->req.map), flags);
+}
+
+/* Queue an UNMAP for the next sync. */
+static int viommu_queue_unmap(struct viommu_domain *vdomain, u64 start,
+			      u64 last)
+{
+	struct viommu_slot *slot;
+	unsigned long flags;
+
+	slot = viommu_req_slot(vdomain, &flags);
+	if (IS_ERR(slot))
+		return PTR_ERR(slot);
+	viommu_encode_unmap(&slot->req.unmap, vdomain->id, start, last);
+	return viommu_queue_req(vdomain, slot, sizeof(slot->req.unmap), flags);
 }
 
 /* Forget @vdomain in requests still in flight (it is going away). */
@@ -747,6 +799,12 @@ static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
  *
  * Return: the number of bytes removed, 0 when nothing was.
  */
+static void viommu_count_unmap(struct viommu_domain *vdomain, u64 removed)
+{
+	atomic64_inc(&vdomain->stats.unmaps);
+	atomic64_add(removed, &vdomain->stats.unmapped_bytes);
+}
+
 static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 				  u64 last, u64 *end)
 {
@@ -756,8 +814,7 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 	if (!removed)
 		return 0;
 	*end += removed - 1;
-	atomic64_inc(&vdomain->stats.unmaps);
-	atomic64_add(removed, &vdomain->stats.unmapped_bytes);
+	viommu_count_unmap(vdomain, removed);
 	return removed;
 }
 
@@ -765,24 +822,49 @@ static int viommu_replay_one(u64 start, u64 last, phys_addr_t pa, int prot,
 			     void *vdomain)
 {
 	return viommu_queue_map(vdomain, start, last, pa,
-				viommu_prot_flags(prot), false);
+				viommu_prot_flags(prot));
+}
+
+/* Change the endpoint count that map_pages() and unmap_pages() read */
+static void viommu_set_endpoints(struct viommu_domain *vdomain, unsigned int n)
+{
+	unsigned long flags;
+
+	write_lock_irqsave(&vdomain->replay_lock, flags);
+	vdomain->nr_endpoints = n;
+	write_unlock_irqrestore(&vdomain->replay_lock, flags);
 }
 
 /*
- * Send the domain's mappings again: the device dropped them when the
- * domain's last endpoint left it. Batched: one kick for the lot. Runs while
- * the domain gains its first endpoint, before anyone maps or unmaps through
- * it, so the walk of the whole table needs no lock.
+ * Send the domain's mappings again and count its first endpoint: the
+ * device dropped them when the domain's last endpoint left it. Batched: one
+ * kick for the lot. vdomain->mutex held.
+ *
+ * Someone may map and unmap through the domain meanwhile (iommufd attaches
+ * a device to a populated domain while another thread unmaps). The replay
+ * lock keeps them out while the table is walked, its MAPs queued and the
+ * endpoint counted: each of their changes is then either in the replay or
+ * sent by themselves once they see the endpoint, never lost nor sent twice,
+ * and no table page they free can be under the walk. Interrupts are off for
+ * the walk, which is long only for a domain with many MAPs, and that is a
+ * VFIO or iommufd domain attached once.
  */
 static int viommu_replay_mappings(struct viommu_domain *vdomain)
 {
+	unsigned long flags;
 	int ret;
 
+	write_lock_irqsave(&vdomain->replay_lock, flags);
 	ret = viommu_maps_replay(&vdomain->maps, viommu_replay_one, vdomain);
+	if (!ret)
+		vdomain->nr_endpoints = 1;
+	write_unlock_irqrestore(&vdomain->replay_lock, flags);
 	if (!ret)
 		ret = viommu_sync(vdomain->viommu, true, false);
 	if (!ret)
 		ret = viommu_maps_error(&vdomain->maps, 0, VIOMMU_TABLE_LAST);
+	if (ret)
+		viommu_set_endpoints(vdomain, 0);
 	return ret;
 }
 
@@ -837,7 +919,9 @@ static int viommu_add_resv(struct viommu_endpoint *vdev,
 	enum iommu_resv_type type;
 	int prot = 0;
 
-	if (start != prop->start || size - 1 != prop->last - prop->start) {
+	/* 0 to ~0 wraps size to 0 */
+	if (start != prop->start || !size ||
+	    size - 1 != prop->last - prop->start) {
 		dev_err(vdev->dev, "reserved region %#llx-%#llx does not fit\n",
 			prop->start, prop->last);
 		return -EOVERFLOW;
@@ -1031,6 +1115,7 @@ static struct iommu_domain *viommu_domain_alloc(unsigned int type)
 		return NULL;
 	}
 	mutex_init(&vdomain->mutex);
+	rwlock_init(&vdomain->replay_lock);
 	INIT_LIST_HEAD(&vdomain->list);
 	return &vdomain->domain;
 }
@@ -1140,6 +1225,13 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 
 	if (!vdomain)
 		return;
+	/*
+	 * Counted out first: the last endpoint's DETACH makes the device
+	 * forget the domain, so requests queued after it would only fail.
+	 */
+	mutex_lock(&vdomain->mutex);
+	viommu_set_endpoints(vdomain, vdomain->nr_endpoints - 1);
+	mutex_unlock(&vdomain->mutex);
 	for (i = 0; i < fwspec->num_ids; i++) {
 		ret = viommu_send_detach(vdev->viommu, vdomain->id,
 					 fwspec->ids[i]);
@@ -1148,9 +1240,6 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 				"DETACH of endpoint %u from domain %u failed: %d\n",
 				fwspec->ids[i], vdomain->id, ret);
 	}
-	mutex_lock(&vdomain->mutex);
-	vdomain->nr_endpoints--;
-	mutex_unlock(&vdomain->mutex);
 	viommu_set_ep_domain(vdev, NULL);
 }
 
@@ -1195,6 +1284,8 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		if (ret)
 			dev_err(dev, "replaying the mappings of domain %u failed: %d\n",
 				vdomain->id, ret);
+	} else if (!ret) {
+		viommu_set_endpoints(vdomain, vdomain->nr_endpoints + 1);
 	}
 	if (ret) {
 		/*
@@ -1207,14 +1298,12 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 				viommu_send_detach(viommu, old->id,
 						   fwspec->ids[j]);
 		}
-	} else {
-		vdomain->nr_endpoints++;
 	}
 	mutex_unlock(&vdomain->mutex);
 
 	if (old) {
 		mutex_lock(&old->mutex);
-		old->nr_endpoints--;
+		viommu_set_endpoints(old, old->nr_endpoints - 1);
 		mutex_unlock(&old->mutex);
 	}
 	viommu_set_ep_domain(vdev, ret ? NULL : vdomain);
@@ -1225,6 +1314,27 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * Record a MAP and queue it if the device holds the domain's MAPs (without
+ * endpoints it has none: the first one's attach replays them). The replay
+ * lock held for reading, or vdomain->mutex.
+ */
+static int viommu_map_locked(struct viommu_domain *vdomain, u64 iova,
+			     u64 last, phys_addr_t paddr, int prot, gfp_t gfp)
+{
+	u64 end;
+	int ret;
+
+	ret = viommu_add_mapping(vdomain, iova, last, paddr, prot, gfp);
+	if (ret || !vdomain->nr_endpoints)
+		return ret;
+	ret = viommu_queue_map(vdomain, iova, last, paddr,
+			       viommu_prot_flags(prot));
+	if (ret)
+		viommu_del_mappings(vdomain, iova, last, &end);
+	return ret;
+}
+
 static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 			    phys_addr_t paddr, size_t pgsize, size_t pgcount,
 			    int prot, gfp_t gfp, size_t *mapped)
@@ -1232,30 +1342,29 @@ static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	size_t size = pgsize * pgcount;
 	u64 last = (u64)iova + size - 1;
-	u32 flags = viommu_prot_flags(prot);
-	u64 end;
 	int ret;
 
 	if (vdomain->bypass)
 		return -EINVAL;
-	if (flags & ~vdomain->map_flags)
+	if (viommu_prot_flags(prot) & ~vdomain->map_flags)
 		return -EOPNOTSUPP;
 
-	ret = viommu_add_mapping(vdomain, iova, last, paddr, prot, gfp);
-	if (ret)
-		return ret;
-
-	/* Without endpoints, the mapping is sent when the first one attaches */
-	if (READ_ONCE(vdomain->nr_endpoints)) {
-		ret = viommu_queue_map(vdomain, iova, last, paddr, flags,
-				       false);
-		if (ret) {
-			viommu_del_mappings(vdomain, iova, last, &end);
-			return ret;
-		}
+	read_lock(&vdomain->replay_lock);
+	ret = viommu_map_locked(vdomain, iova, last, paddr, prot,
+				(gfp & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN);
+	read_unlock(&vdomain->replay_lock);
+	/*
+	 * A new table page wanted reclaim: sleep for it under the mutex,
+	 * which keeps a replay out too.
+	 */
+	if (ret == -ENOMEM && gfpflags_allow_blocking(gfp)) {
+		mutex_lock(&vdomain->mutex);
+		ret = viommu_map_locked(vdomain, iova, last, paddr, prot, gfp);
+		mutex_unlock(&vdomain->mutex);
 	}
-	*mapped = size;
-	return 0;
+	if (!ret)
+		*mapped = size;
+	return ret;
 }
 
 static size_t viommu_unmap_pages(struct iommu_domain *domain,
@@ -1264,23 +1373,33 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 				 struct iommu_iotlb_gather *gather)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
-	size_t size = pgsize * pgcount;
-	size_t removed;
+	u64 last = (u64)iova + pgsize * pgcount - 1;
+	size_t removed = 0;
 	u64 end;
+	int ret;
 
-	removed = viommu_del_mappings(vdomain, iova, (u64)iova + size - 1, &end);
-	if (!removed)
-		return 0;
-	if (!READ_ONCE(vdomain->nr_endpoints))
-		return removed;
+	read_lock(&vdomain->replay_lock);
+	if (!viommu_maps_extent(&vdomain->maps, iova, last, &end))
+		goto out_unlock;
 	/*
 	 * Queued, not sent: iotlb_sync() sends it for a strict domain, the
-	 * flush queue's flush_iotlb_all() for a lazy one.
+	 * flush queue's flush_iotlb_all() for a lazy one. An UNMAP that
+	 * cannot be queued unmaps nothing: the caller must not free pages
+	 * the device still translates to.
 	 */
-	if (viommu_queue_map(vdomain, iova, end, 0, 0, true))
-		dev_err_ratelimited(vdomain->viommu->dev,
-				    "UNMAP %#lx-%#llx in domain %u not sent\n",
-				    iova, end, vdomain->id);
+	if (vdomain->nr_endpoints) {
+		ret = viommu_queue_unmap(vdomain, iova, end);
+		if (ret) {
+			dev_err_ratelimited(vdomain->viommu->dev,
+					    "UNMAP %#lx-%#llx in domain %u not queued: %d\n",
+					    iova, end, vdomain->id, ret);
+			goto out_unlock;
+		}
+	}
+	removed = viommu_maps_remove(&vdomain->maps, iova, end);
+	viommu_count_unmap(vdomain, removed);
+out_unlock:
+	read_unlock(&vdomain->replay_lock);
 	return removed;
 }
 
@@ -1784,6 +1903,28 @@ err_del_vqs:
 	return ret;
 }
 
+/*
+ * Domains outlive the device when their owner (VFIO, iommufd) still holds
+ * them: they keep their table, send nothing more and never look at the
+ * device again, which goes away with this driver's devres. (An owner
+ * freeing its domain while the device is being removed is not covered.)
+ */
+static void viommu_orphan_domains(struct viommu_dev *viommu)
+{
+	struct viommu_domain *vdomain, *next;
+	unsigned long flags;
+
+	spin_lock(&viommu->domains_lock);
+	list_for_each_entry_safe(vdomain, next, &viommu->domains, list) {
+		write_lock_irqsave(&vdomain->replay_lock, flags);
+		vdomain->nr_endpoints = 0;
+		vdomain->viommu = NULL;
+		write_unlock_irqrestore(&vdomain->replay_lock, flags);
+		list_del_init(&vdomain->list);
+	}
+	spin_unlock(&viommu->domains_lock);
+}
+
 static void viommu_remove(struct virtio_device *vdev)
 {
 	struct viommu_dev *viommu = vdev->priv;
@@ -1793,8 +1934,21 @@ static void viommu_remove(struct virtio_device *vdev)
 	debugfs_remove_recursive(viommu->debugfs);
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
+	viommu_orphan_domains(viommu);
+	ida_destroy(&viommu->domain_ids);
 	xa_destroy(&viommu->endpoints);
 	dev_info(&vdev->dev, "device removed\n");
+}
+
+/*
+ * Every request has two buffers (driver-written, device-written). With
+ * indirect descriptors the ring would allocate a table for each: refuse
+ * them, so that no request allocates.
+ */
+static int viommu_validate(struct virtio_device *vdev)
+{
+	__virtio_clear_bit(vdev, VIRTIO_RING_F_INDIRECT_DESC);
+	return 0;
 }
 
 /*
@@ -1839,6 +1993,7 @@ static struct virtio_driver virtio_iommu_drv = {
 	.id_table		= id_table,
 	.feature_table		= features,
 	.feature_table_size	= ARRAY_SIZE(features),
+	.validate		= viommu_validate,
 	.probe			= viommu_probe,
 	.remove			= viommu_remove,
 	.config_changed		= viommu_config_changed,

@@ -6,9 +6,30 @@
  * sizes itself from the alignment of the whole range, so the pair is only
  * turned into a length here.
  */
+#include <linux/debugfs.h>
 #include <linux/export.h>
 #include <linux/generic_pt/iommu.h>
+#include <linux/init.h>
 #include <linux/overflow.h>
+#include <linux/percpu.h>
+#include <linux/seq_file.h>
+
+/*
+ * Maps made through these helpers, per format: a driver that says it uses
+ * generic_pt but fell back to its old page tables shows none. Per CPU, so
+ * the map path shares no cache line. debugfs: generic_pt/iommu_maps.
+ */
+static const char *const gpt_fmt_names[] = {
+	[GPT_FMT_ARMV8] = "armv8",
+	[GPT_FMT_AMDV1] = "amdv1",
+	[GPT_FMT_VTDSS] = "vtdss",
+};
+
+struct gpt_iommu_counts {
+	unsigned long maps[ARRAY_SIZE(gpt_fmt_names)];
+};
+
+static DEFINE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
 
 /**
  * gpt_iommu_map_pages() - iommu_domain_ops.map_pages on a generic table
@@ -34,6 +55,8 @@ int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
 
 	if (check_mul_overflow(pgsize, pgcount, &len))
 		return -EINVAL;
+	if (t->fmt < ARRAY_SIZE(gpt_fmt_names))
+		this_cpu_inc(gpt_iommu_counts.maps[t->fmt]);
 	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
 }
 EXPORT_SYMBOL_GPL(gpt_iommu_map_pages);
@@ -108,3 +131,28 @@ int gpt_iommu_read_and_clear_dirty(struct gpt_table *t, unsigned long iova,
 	return gpt_read_and_clear_dirty(t, iova, size, flags, dirty);
 }
 EXPORT_SYMBOL_GPL(gpt_iommu_read_and_clear_dirty);
+
+static int gpt_iommu_maps_show(struct seq_file *s, void *unused)
+{
+	unsigned int fmt;
+	int cpu;
+
+	for (fmt = 0; fmt < ARRAY_SIZE(gpt_fmt_names); fmt++) {
+		unsigned long sum = 0;
+
+		for_each_possible_cpu(cpu)
+			sum += per_cpu(gpt_iommu_counts, cpu).maps[fmt];
+		seq_printf(s, "%s %lu\n", gpt_fmt_names[fmt], sum);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(gpt_iommu_maps);
+
+static int __init gpt_iommu_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("generic_pt", NULL);
+
+	debugfs_create_file("iommu_maps", 0444, dir, NULL, &gpt_iommu_maps_fops);
+	return 0;
+}
+late_initcall(gpt_iommu_debugfs_init);

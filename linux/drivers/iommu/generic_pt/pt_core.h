@@ -123,7 +123,13 @@ static noinline int PTN(install_table)(struct gpt_table *t, u64 *ptep,
 	if (!new)
 		return -ENOMEM;
 	newpte = ptf_mk_table(t, virt_to_phys(new), lvl);
-	/* Fully ordered: the zeroed table is visible first */
+	/*
+	 * The zeroed table must be visible to a hardware walker before the
+	 * entry that points to it. cmpxchg64() is fully ordered, but only
+	 * among CPUs (on arm64 a DMB ISH); dma_wmb() orders the stores for
+	 * the IOMMU too, as io-pgtable-arm does before it installs a table.
+	 */
+	dma_wmb();
 	old = cmpxchg64(ptep, pte, newpte);
 	if (old != pte) {
 		/* A concurrent map of a neighbour won */
@@ -196,9 +202,14 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 					  (idx & ((1U << rk) - 1)));
 			}
 			for (i = 0; i < n; i++) {
+				u64 sw = first;
+
 				if (ptf_present(READ_ONCE(ptep[i])))
 					break;
-				WRITE_ONCE(ptep[i], v | first);
+				/* The range's last page: its mark in the same store */
+				if (s->left < ((i + 1) << shift))
+					sw |= s->last;
+				WRITE_ONCE(ptep[i], v | sw);
 				first = 0;
 				v += span;
 			}
@@ -208,10 +219,6 @@ static int PTN(map_level)(struct gpt_map_state *s, u64 *table,
 				s->iova += i << shift;
 				s->pa += i << shift;
 				if (s->left < (i << shift)) {
-					/* The owner's page: no one else reads it yet */
-					if (s->last)
-						WRITE_ONCE(ptep[i - 1],
-							   ptep[i - 1] | s->last);
 					s->done = true;
 					return 0;
 				}
@@ -305,6 +312,8 @@ static noinline int PTN(grow)(struct gpt_table *t, u64 last, gfp_t gfp)
 		if (!new)
 			return -ENOMEM;
 		new[0] = ptf_mk_table(t, virt_to_phys(gpt_top_table(top)), lvl);
+		/* The new top's entry before the root that shows it (see install_table) */
+		dma_wmb();
 		old = cmpxchg(&t->top, top, (unsigned long)new | lvl);
 		if (old != top) {
 			gpt_free_table(t, new, order);

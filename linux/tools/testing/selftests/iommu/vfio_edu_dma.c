@@ -376,10 +376,6 @@ static bool fault_reported(int kmsg, char *seen, size_t seen_len)
 	regex_t re;
 	int tries;
 
-	if (!pattern || !*pattern) {
-		snprintf(seen, seen_len, "not checked (no EDU_FAULT_PATTERN)");
-		return true;
-	}
 	seen[0] = '\0';
 	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))
 		return false;
@@ -409,6 +405,23 @@ static bool fault_reported(int kmsg, char *seen, size_t seen_len)
 	regfree(&re);
 	return false;
 }
+
+/*
+ * The IOMMU driver must have logged the fault, where the scenario says how
+ * it logs one (EDU_FAULT_PATTERN). Where nothing can be seen (QEMU 7.2's
+ * amd-iommu delivers no fault event), the memory checks before this were
+ * the whole test, and the log check reports a skip, not a pass.
+ */
+#define ASSERT_FAULT_LOGGED(kmsg) do {						\
+	const char *_pattern = getenv("EDU_FAULT_PATTERN");			\
+	char _seen[256];							\
+										\
+	if (!_pattern || !*_pattern)						\
+		SKIP(return, "memory checked; no EDU_FAULT_PATTERN for the log"); \
+	ASSERT_TRUE(fault_reported(kmsg, _seen, sizeof(_seen)))		\
+		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged"); \
+	TH_LOG("fault: %s", _seen);						\
+} while (0)
 
 TEST_F(edu, identify)
 {
@@ -443,7 +456,7 @@ TEST_F(edu, iommu_page_sizes)
 	       (unsigned long long)self->pgsizes,
 	       (unsigned long long)smallest);
 	if (!want)
-		return;
+		SKIP(return, "no EDU_IOMMU_GRANULE: the page sizes are not checked");
 	ASSERT_EQ(want, smallest);
 	ASSERT_NE(0, self->pgsizes & ((uint64_t)want * (want / 8)))
 		TH_LOG("no %#llx block: not a %#lx granule table",
@@ -478,8 +491,6 @@ TEST_F(edu, dma_round_trip)
 /* A write to an IOVA nobody mapped faults and changes no memory we own. */
 TEST_F(edu, write_to_unmapped_iova_faults)
 {
-	char seen[256];
-
 	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
 	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
@@ -488,9 +499,7 @@ TEST_F(edu, write_to_unmapped_iova_faults)
 	fill(self->secret, BUF_SIZE, 2);
 	ASSERT_EQ(0, memcmp(self->dst, self->secret, BUF_SIZE))
 		TH_LOG("a mapped buffer changed although nothing was sent to it");
-	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
-		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
-	TH_LOG("fault: %s", seen);
+	ASSERT_FAULT_LOGGED(self->kmsg);
 }
 
 /*
@@ -500,7 +509,6 @@ TEST_F(edu, write_to_unmapped_iova_faults)
 TEST_F(edu, write_after_unmap_does_not_reach_memory)
 {
 	uint8_t *expect = self->secret;
-	char seen[256];
 
 	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
@@ -516,16 +524,12 @@ TEST_F(edu, write_after_unmap_does_not_reach_memory)
 			     true));
 	ASSERT_EQ(0, memcmp(self->dst, expect, BUF_SIZE))
 		TH_LOG("DMA reached memory after VFIO_IOMMU_UNMAP_DMA");
-	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
-		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
-	TH_LOG("fault: %s", seen);
+	ASSERT_FAULT_LOGGED(self->kmsg);
 }
 
 /* A read from an unmapped IOVA must not fetch the data that was there. */
 TEST_F(edu, read_after_unmap_does_not_leak)
 {
-	char seen[256];
-
 	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
 	ASSERT_EQ(0, map_dma(self->container, self->secret, IOVA_SECRET, BUF_SIZE));
@@ -540,9 +544,7 @@ TEST_F(edu, read_after_unmap_does_not_leak)
 	/* What the faulting read did not touch is the data loaded before. */
 	ASSERT_EQ(0, memcmp(self->dst + EDU_FAULT_XFER, self->src + EDU_FAULT_XFER,
 			    EDU_MAX_XFER - EDU_FAULT_XFER));
-	ASSERT_TRUE(fault_reported(self->kmsg, seen, sizeof(seen)))
-		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
-	TH_LOG("fault: %s", seen);
+	ASSERT_FAULT_LOGGED(self->kmsg);
 }
 
 /* How many faults matching EDU_FAULT_PATTERN the log holds by now (no wait). */
