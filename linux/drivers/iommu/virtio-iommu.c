@@ -400,12 +400,12 @@ enum viommu_kick_why {
  * since a request that arrives during another CPU's exit is most often
  * too late for it. A CPU about to notify while another CPU came to sync
  * recently waits until that CPU brings its batch, for at most combine_wait
- * percent of an exit (200 by default, never more than 20 us); one exit then
- * serves both, and the two leave it together, so their next syncs meet
- * again. The wait must outlast the time a CPU spends between syncs, not only
- * an exit, or the CPUs never fall into step: under QEMU's TCG another CPU
- * joined one wait in four of half an exit, nine in ten of two. The cost of
- * an exit is measured here (a moving average), so the wait follows the VMM.
+ * percent of an exit (0 by default: no combining; never more than
+ * VIOMMU_COMBINE_MAX_NS); one exit then serves both, and the two leave it
+ * together, so their next syncs meet again. The wait must outlast the time
+ * a CPU spends between syncs, not only an exit, or the CPUs never fall
+ * into step. The cost of an exit is measured here (a moving average), so
+ * the wait follows the VMM.
  * A CPU alone never waits, nor does a sync that may not combine (a lazy
  * domain's, the control path's: see viommu_domain_combines()).
  *
@@ -1414,10 +1414,6 @@ static phys_addr_t viommu_iova_to_phys(struct iommu_domain *domain,
  * viommu_kick()). Not on a lazy domain: its flush queue already batches the
  * unmaps, so only its maps sync, a whole map and unmap apart on each CPU,
  * and a map would wait longer for another CPU than the exit it saves.
- * Measured with dma_map_benchmark's two threads under TCG: combining took
- * lazy map latency from 24.5 to 37.8 us (6.12's driver: 34.5) for a third
- * fewer kicks; on strict domains it cut kicks by a third and kept map and
- * unmap under 6.12's.
  */
 static bool viommu_domain_combines(struct viommu_domain *vdomain)
 {

@@ -9,8 +9,11 @@
  * the table page count to drop to zero at deinit.
  */
 #include <kunit/test.h>
+#include <linux/completion.h>
 #include <linux/generic_pt/gpt.h>
 #include <linux/generic_pt/iommu.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/vmalloc.h>
 
@@ -1011,6 +1014,120 @@ static void gpt_test_random(struct kunit *test)
 	vfree(r->model);
 }
 
+/*
+ * Concurrency: the library takes no lock, and calls on disjoint ranges may
+ * run at once. Threads map, walk, partly unmap (cutting large pages) and
+ * unmap regions of their own in one table. Two share every table above
+ * their last level, so they race to install the same entries and free
+ * tables beside each other (cmpxchg losers); two map far up, so an AMD
+ * table that starts low grows under them at once. Each thread checks its
+ * own region after every step; at the end no table may be left.
+ */
+#define GPT_CONC_THREADS	4
+#define GPT_CONC_ROUNDS		200
+
+struct gpt_conc {
+	struct gpt_table *t;
+	u64 base, size, pa;
+	unsigned int errors;
+	int last_err;
+	struct completion done;
+};
+
+static int gpt_conc_sum(const struct gpt_leaf *leaf, void *arg)
+{
+	*(u64 *)arg += leaf->size;
+	return 0;
+}
+
+/* One step's check: count a failure, keep the first error's line */
+static bool gpt_conc_ok(struct gpt_conc *x, bool ok, int line)
+{
+	if (!ok && !x->errors++)
+		x->last_err = line;
+	return ok;
+}
+
+static int gpt_conc_thread(void *arg)
+{
+	struct gpt_conc *x = arg;
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	struct iommu_iotlb_gather gather;
+	unsigned int round;
+	u64 min = 1ULL << __ffs64(x->t->pgsize_bitmap);
+	u64 seen, cut;
+
+	for (round = 0; round < GPT_CONC_ROUNDS && !x->errors; round++) {
+		/* The whole region: large pages where the format has them */
+		if (!gpt_conc_ok(x, !gpt_map(x->t, x->base, x->pa, x->size, rw,
+					     GFP_KERNEL, NULL), __LINE__))
+			break;
+		seen = 0;
+		gpt_walk(x->t, x->base, x->size, gpt_conc_sum, &seen);
+		gpt_conc_ok(x, seen == x->size, __LINE__);
+		/* A part below a page boundary the round picks: cuts */
+		cut = x->base + (1 + round * 7919 % (x->size / min - 1)) * min;
+		iommu_iotlb_gather_init(&gather);
+		gpt_conc_ok(x, gpt_iommu_unmap_pages(x->t, x->base, min,
+						     (cut - x->base) / min,
+						     &gather) == cut - x->base,
+			    __LINE__);
+		iommu_put_pages_list(&gather.freelist);
+		gpt_conc_ok(x, gpt_iova_to_phys(x->t, cut) ==
+			       x->pa + (cut - x->base), __LINE__);
+		gpt_conc_ok(x, !gpt_iova_to_phys(x->t, x->base), __LINE__);
+		/* The rest, and nothing left */
+		iommu_iotlb_gather_init(&gather);
+		gpt_conc_ok(x, gpt_unmap(x->t, cut, x->base + x->size - cut,
+					 &gather) == x->base + x->size - cut,
+			    __LINE__);
+		iommu_put_pages_list(&gather.freelist);
+		seen = 0;
+		gpt_walk(x->t, x->base, x->size, gpt_conc_sum, &seen);
+		gpt_conc_ok(x, !seen, __LINE__);
+		/* On a kernel without preemption the others run here */
+		if (!(round % 8))
+			schedule_timeout_uninterruptible(1);
+		else
+			cond_resched();
+	}
+	complete(&x->done);
+	return 0;
+}
+
+static void gpt_test_concurrent(struct kunit *test)
+{
+	struct gpt_conc *x;
+	struct gpt_test gt;
+	u64 region, far;
+	unsigned int i;
+
+	gpt_test_setup(test, &gt);
+	x = kunit_kcalloc(test, GPT_CONC_THREADS, sizeof(*x), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	/* What one last-level table maps: whole blocks on most formats */
+	region = gt.min << 9;
+	far = min_t(u64, 1ULL << 44, (gpt_test_max_iova(gt.c) >> 1) + 1);
+	for (i = 0; i < GPT_CONC_THREADS; i++) {
+		struct task_struct *task;
+
+		x[i].t = &gt.t;
+		x[i].size = region;
+		x[i].base = i < 2 ? (i + 1) * region : far + (i - 2) * SZ_1G;
+		x[i].pa = SZ_1G + i * region;
+		init_completion(&x[i].done);
+		task = kthread_run(gpt_conc_thread, &x[i], "gpt_conc/%u", i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	}
+	for (i = 0; i < GPT_CONC_THREADS; i++) {
+		wait_for_completion(&x[i].done);
+		KUNIT_EXPECT_EQ_MSG(test, x[i].errors, 0,
+				    "thread %u at %#llx: first failure at line %d",
+				    i, x[i].base, x[i].last_err);
+	}
+	gpt_test_teardown(&gt);
+}
+
 static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_init_deinit, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_every_size, gpt_cfgs_gen_params),
@@ -1021,6 +1138,7 @@ static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_dirty, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_iommu_glue, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_concurrent, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM_ATTR(gpt_test_random, gpt_cfgs_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}
