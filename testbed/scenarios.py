@@ -44,8 +44,10 @@ def on_generic_pt(iommu: str) -> dict:
 
 
 # No scenario has interrupt remapping (QEMU's models offer it only with KVM's
-# split irqchip, or not at all), so VFIO must be told to accept that.
-VFIO_UNSAFE_IRQS = "vfio_iommu_type1.allow_unsafe_interrupts=1"
+# split irqchip, or not at all), so VFIO (type1, and iommufd for the device
+# cdev) must be told to accept that.
+VFIO_UNSAFE_IRQS = ("vfio_iommu_type1.allow_unsafe_interrupts=1 "
+                    "iommufd.allow_unsafe_interrupts=1")
 
 
 # virtio-iommu requests and faults, as QEMU's device sees them. Per-DMA

@@ -20,11 +20,17 @@
  * larger ones backed by huge pages so the IOMMU can use 2 MiB pages; it
  * checks every transfer and that no fault was logged. EDU_STRESS_SEED
  * picks the sequence; EDU_STRESS_NEED_HUGE=1 fails it without huge pages.
+ *
+ * The edu_iommufd tests drive the same device through iommufd and the VFIO
+ * device cdev instead: attaches of the device to a populated address space
+ * while another thread unmaps and maps in it (EDU_CHURN_ROUNDS rounds),
+ * each checked by DMA, then no translation may survive an unmap.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/iommufd.h>
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
@@ -726,6 +733,241 @@ TEST_F(edu, bad_maps_are_refused)
 	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(-EEXIST, map_dma(self->container, self->dst, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(0, unmap_dma(self->container, IOVA_SRC, BUF_SIZE));
+}
+
+/*
+ * iommufd: the device cdev bound to an iommufd, attached to and detached
+ * from an IOAS while another thread unmaps and maps areas of it. Each
+ * attach makes a new domain filled from the IOAS, so an IOMMU driver that
+ * sends mappings to a device (virtio-iommu) replays them while the unmaps
+ * go on: each round's DMA through a stable area must carry the data, and
+ * at the end a write to any unmapped area must reach no memory.
+ */
+#define CHURN_AREAS	32		/* churned: half of them */
+#define CHURN_AREA	0x10000UL
+#define IOVA_CHURN	0x02000000UL
+#define CHURN_ROUNDS_DEFAULT	10
+
+FIXTURE(edu_iommufd) {
+	int iommufd;
+	int device;
+	uint32_t ioas;
+	uint8_t *bar;
+	size_t bar_size;
+	uint8_t *mem;
+	volatile int stop;
+	unsigned int churns;
+	int churn_err;
+};
+
+/* /dev/vfio/devices/vfioN of the edu, or -ENOENT without the cdev */
+static int edu_cdev(void)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+	int fd = -ENOENT;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vfio-dev", edu_bdf);
+	dir = opendir(path);
+	if (!dir)
+		return -ENOENT;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, "vfio", 4))
+			continue;
+		snprintf(path, sizeof(path), "/dev/vfio/devices/%s", de->d_name);
+		fd = open(path, O_RDWR);
+		if (fd < 0)
+			fd = -errno;
+		break;
+	}
+	closedir(dir);
+	return fd;
+}
+
+static int ioas_map(int iommufd, uint32_t ioas, void *va, uint64_t iova,
+		    uint64_t len)
+{
+	struct iommu_ioas_map map = {
+		.size = sizeof(map),
+		.flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
+			 IOMMU_IOAS_MAP_WRITEABLE,
+		.ioas_id = ioas,
+		.user_va = (uintptr_t)va,
+		.length = len,
+		.iova = iova,
+	};
+
+	return ioctl(iommufd, IOMMU_IOAS_MAP, &map) ? -errno : 0;
+}
+
+static int ioas_unmap(int iommufd, uint32_t ioas, uint64_t iova, uint64_t len)
+{
+	struct iommu_ioas_unmap unmap = {
+		.size = sizeof(unmap),
+		.ioas_id = ioas,
+		.iova = iova,
+		.length = len,
+	};
+
+	return ioctl(iommufd, IOMMU_IOAS_UNMAP, &unmap) ? -errno : 0;
+}
+
+static uint64_t churn_iova(unsigned int i)
+{
+	return IOVA_CHURN + i * CHURN_AREA;
+}
+
+FIXTURE_SETUP(edu_iommufd)
+{
+	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
+	struct vfio_region_info reg = { .argsz = sizeof(reg) };
+	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	unsigned int i;
+	uint16_t cmd;
+
+	self->iommufd = -1;
+	self->device = -1;
+	if (find_edu())
+		SKIP(return, "no edu device (QEMU -device edu)");
+	ASSERT_EQ(0, bind_vfio_pci()) TH_LOG("cannot bind %s to vfio-pci", edu_bdf);
+	self->device = edu_cdev();
+	if (self->device == -ENOENT)
+		SKIP(return, "no VFIO device cdev (CONFIG_VFIO_DEVICE_CDEV)");
+	ASSERT_LE(0, self->device) TH_LOG("open the edu's cdev: %s",
+					  strerror(-self->device));
+	self->iommufd = open("/dev/iommu", O_RDWR);
+	ASSERT_LE(0, self->iommufd) TH_LOG("open /dev/iommu: %s", strerror(errno));
+	bind.iommufd = self->iommufd;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_BIND_IOMMUFD, &bind))
+		TH_LOG("VFIO_DEVICE_BIND_IOMMUFD: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_IOAS_ALLOC, &alloc));
+	self->ioas = alloc.out_ioas_id;
+
+	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	self->bar_size = reg.size;
+	self->bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->device, reg.offset);
+	ASSERT_NE(MAP_FAILED, self->bar);
+	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	ASSERT_EQ(2, pread(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	ASSERT_EQ(2, pwrite(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+
+	/* Every area mapped, each its own mapping in the IOMMU's domain */
+	self->mem = mmap(NULL, CHURN_AREAS * CHURN_AREA, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->mem);
+	for (i = 0; i < CHURN_AREAS; i++) {
+		fill(self->mem + i * CHURN_AREA, CHURN_AREA, 100 + i);
+		ASSERT_EQ(0, ioas_map(self->iommufd, self->ioas,
+				      self->mem + i * CHURN_AREA, churn_iova(i),
+				      CHURN_AREA));
+	}
+}
+
+FIXTURE_TEARDOWN(edu_iommufd)
+{
+	if (self->bar && self->bar != MAP_FAILED)
+		munmap(self->bar, self->bar_size);
+	if (self->device >= 0)
+		close(self->device);
+	if (self->iommufd >= 0)
+		close(self->iommufd);
+}
+
+/* The other thread: unmap and map again the upper half, area by area */
+static void *churn_thread(void *arg)
+{
+	FIXTURE_DATA(edu_iommufd) *self = arg;
+	unsigned int i = CHURN_AREAS / 2;
+	int ret;
+
+	while (!self->stop) {
+		ret = ioas_unmap(self->iommufd, self->ioas, churn_iova(i),
+				 CHURN_AREA);
+		if (!ret)
+			ret = ioas_map(self->iommufd, self->ioas,
+				       self->mem + i * CHURN_AREA, churn_iova(i),
+				       CHURN_AREA);
+		if (ret) {
+			self->churn_err = ret;
+			break;
+		}
+		self->churns++;
+		if (++i == CHURN_AREAS)
+			i = CHURN_AREAS / 2;
+	}
+	return NULL;
+}
+
+static int edu_attach(int device, uint32_t pt_id)
+{
+	struct vfio_device_attach_iommufd_pt attach = {
+		.argsz = sizeof(attach),
+		.pt_id = pt_id,
+	};
+
+	return ioctl(device, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach) ? -errno : 0;
+}
+
+static int edu_detach(int device)
+{
+	struct vfio_device_detach_iommufd_pt detach = { .argsz = sizeof(detach) };
+
+	return ioctl(device, VFIO_DEVICE_DETACH_IOMMUFD_PT, &detach) ? -errno : 0;
+}
+
+TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
+{
+	unsigned long rounds = env_ulong("EDU_CHURN_ROUNDS", CHURN_ROUNDS_DEFAULT);
+	uint8_t *src = self->mem, *dst = self->mem + CHURN_AREA;
+	uint8_t *expect;
+	unsigned long r;
+	unsigned int i;
+	pthread_t churn;
+
+	expect = malloc(CHURN_AREA);
+	ASSERT_NE(NULL, expect);
+	ASSERT_EQ(0, pthread_create(&churn, NULL, churn_thread, self));
+	for (r = 0; r < rounds && !self->churn_err; r++) {
+		ASSERT_EQ(0, edu_attach(self->device, self->ioas))
+			TH_LOG("round %lu: attach: %s", r, strerror(errno));
+		fill(src, EDU_MAX_XFER, 1000 + r);
+		ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER,
+				     EDU_MAX_XFER, false));
+		ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, churn_iova(1),
+				     EDU_MAX_XFER, true));
+		ASSERT_EQ(0, memcmp(src, dst, EDU_MAX_XFER))
+			TH_LOG("round %lu: the DMA through the new domain lost data", r);
+		ASSERT_EQ(0, edu_detach(self->device));
+	}
+	self->stop = 1;
+	pthread_join(churn, NULL);
+	ASSERT_EQ(0, self->churn_err) TH_LOG("unmap/map: %s", strerror(-self->churn_err));
+	TH_LOG("%lu attaches, %u unmaps and maps meanwhile", r, self->churns);
+
+	/* Attached once more, every churned area unmapped: none may be reached */
+	ASSERT_EQ(0, edu_attach(self->device, self->ioas));
+	for (i = CHURN_AREAS / 2; i < CHURN_AREAS; i++)
+		ASSERT_EQ(0, ioas_unmap(self->iommufd, self->ioas, churn_iova(i),
+					CHURN_AREA));
+	fill(src, EDU_MAX_XFER, 7);
+	ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER, EDU_MAX_XFER,
+			     false));
+	for (i = CHURN_AREAS / 2; i < CHURN_AREAS; i += 4) {
+		uint8_t *area = self->mem + i * CHURN_AREA;
+
+		memcpy(expect, area, CHURN_AREA);
+		ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, churn_iova(i),
+				     EDU_FAULT_XFER, true));
+		ASSERT_EQ(0, memcmp(area, expect, CHURN_AREA))
+			TH_LOG("DMA reached area %u after IOMMU_IOAS_UNMAP", i);
+	}
+	ASSERT_EQ(0, edu_detach(self->device));
+	free(expect);
 }
 
 TEST_HARNESS_MAIN
