@@ -17,11 +17,12 @@
  * driver batches. MAP requests are queued by map_pages() and sent by
  * iotlb_sync_map(); UNMAP requests are queued by unmap_pages() and sent by
  * iotlb_sync() (strict domains) or flush_iotlb_all() (lazy domains, from the
- * flush queue). Requests live in preallocated slots, so the DMA path neither
- * allocates nor copies a request buffer. A caller that may sleep waits for
- * the request queue interrupt; the DMA path, which may run in atomic
- * context, polls with interrupts enabled between looks and gives up after a
- * bounded time.
+ * flush queue). Requests live in preallocated slots, so the DMA path
+ * allocates nothing. A caller that may sleep waits for the request queue
+ * interrupt; the DMA path, which may run in atomic context, polls with
+ * interrupts enabled between looks and gives up after a bounded time. The
+ * request queue is virtio-iommu-queue.c; what the two files share,
+ * virtio-iommu.h.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -44,12 +45,7 @@
 #include <linux/xarray.h>
 
 #include "dma-iommu.h"
-#include "virtio-iommu-maps.h"
-#include "virtio-iommu-wire.h"
-
-#define VIOMMU_REQUEST_VQ		0
-#define VIOMMU_EVENT_VQ			1
-#define VIOMMU_NR_VQS			2
+#include "virtio-iommu.h"
 
 /*
  * Where dma-iommu maps MSI doorbells when the device reports no MSI
@@ -58,718 +54,58 @@
 #define VIOMMU_SW_MSI_BASE		0x8000000
 #define VIOMMU_SW_MSI_SIZE		0x100000
 
-/* At most this many requests in flight: the slots are allocated up front. */
-#define VIOMMU_MAX_SLOTS		256
 /* A PROBE answer larger than this is not a device we believe. */
 #define VIOMMU_MAX_PROBE_SIZE		SZ_64K
-/* How long a polling caller waits for the device before giving up. */
-#define VIOMMU_POLL_TIMEOUT_US		(2 * USEC_PER_SEC)
-/* How long a sleeping caller waits. */
-#define VIOMMU_SLEEP_TIMEOUT		(10 * HZ)
-/*
- * Kick combining (see viommu_kick()): another CPU counts as busy with the
- * IOMMU if it came to sync within this many (exit + combining wait) times.
- */
-#define VIOMMU_COMBINE_WINDOW		8
-/* The longest combining wait, whatever an exit costs: interrupts are off */
-#define VIOMMU_COMBINE_MAX_NS		(20 * NSEC_PER_USEC)
-/* Weight of the newest sample in the average notification cost: 1/8 */
-#define VIOMMU_EXIT_EWMA_SHIFT		3
-/* A slower notification (a stalled VMM) counts as this long */
-#define VIOMMU_EXIT_MAX_NS		(100 * NSEC_PER_USEC)
-
-/*
- * Off by default: the wait spins with interrupts off betting that another
- * CPU comes to sync, a bet that loses whenever the other vCPU is not
- * running, and under KVM, where an exit costs less than the wait.
- */
-static unsigned int combine_wait;
-module_param(combine_wait, uint, 0644);
-MODULE_PARM_DESC(combine_wait,
-		 "How long a notifier may wait for another CPU's requests, in percent of one exit (0: never, the default; 200 makes CPUs share exits)");
-
-/* Buckets of the combining wait histogram (debugfs) */
-#define VIOMMU_WAIT_BUCKETS		5
-/* A combining wait that ends this much past its limit overran it */
-#define VIOMMU_OVERRUN_NS		NSEC_PER_USEC
-
-/* Counters of the whole device, under viommu_dev.rq_lock. */
-struct viommu_stats {
-	u64	requests[VIRTIO_IOMMU_T_PROBE + 1];
-	u64	errors;			/* requests that failed */
-	u64	bad_answers;		/* of which the device's answer was unusable */
-	u64	kicks;			/* notifications sent to the device */
-	u64	kicked_requests;	/* requests those notifications covered */
-	u64	kicks_unneeded;		/* batches the device took unnotified */
-	u64	combine_waits;		/* notifiers that waited for another CPU */
-	u64	combine_joins;		/* of which another CPU's batch joined */
-	u64	combine_wait_ns;	/* time those notifiers waited */
-	/* those waits by length: <2, 2-4, 4-8, 8-16, >=16 us (2^11 ns units) */
-	u64	combine_wait_hist[VIOMMU_WAIT_BUCKETS];
-	u64	combine_overruns;	/* waits that ended late (vCPU preempted) */
-	u64	sleeps;			/* waits on the request queue interrupt */
-	u64	polls;			/* bounded polls */
-	u64	timeouts;		/* waits that gave up */
-	u64	slot_waits;		/* no free slot: waited for one */
-};
-
-/* Counters of the event queue, under viommu_dev.ep_lock. */
-struct viommu_event_stats {
-	u64	faults;			/* fault records received */
-	u64	reported;		/* of which reported to the IOMMU core */
-	u64	unknown_ep;		/* endpoint or domain not found */
-	u64	bad_events;		/* malformed event buffers */
-};
-
-struct viommu_dev {
-	struct iommu_device		iommu;
-	struct device			*dev;
-	struct virtio_device		*vdev;
-	struct virtqueue		*vqs[VIOMMU_NR_VQS];
-
-	/* Request queue: slots, in-flight list, counters */
-	spinlock_t			rq_lock;
-	struct viommu_slot		*slots;
-	unsigned int			nr_slots;
-	struct list_head		free_slots;
-	struct list_head		inflight;	/* in submission order */
-	unsigned int			unkicked;
-	bool				notifying;	/* a CPU waits to kick, or kicks */
-	unsigned int			joins;		/* syncs left to the notifier */
-	int				last_cpu;	/* the CPU that synced last */
-	u64				last_ns;	/* when it did */
-	u64				other_ns;	/* the last sync of any other CPU */
-	u64				exit_ns;	/* average cost of a notification */
-	u64				combine_ns;	/* longest combining wait */
-	u64				next_seq;
-	unsigned int			reaps;		/* reaps that found answers */
-	unsigned int			sleepers;
-	wait_queue_head_t		rq_wait;
-	struct viommu_stats		stats;
-
-	/* PROBE buffer; PROBE requests are serialised by probe_mutex */
-	struct mutex			probe_mutex;
-	void				*probe_buf;
-
-	/* Endpoint IDs to endpoints, and each endpoint's domain */
-	spinlock_t			ep_lock;
-	struct xarray			endpoints;
-	struct viommu_event_stats	evstats;
-
-	struct ida			domain_ids;
-	spinlock_t			domains_lock;	/* protects domains */
-	struct list_head		domains;	/* for debugfs */
-
-	struct virtio_iommu_fault	*events;
-	unsigned int			nr_events;
-
-	/* Device configuration, read at probe */
-	struct iommu_domain_geometry	geometry;
-	u64				pgsize_bitmap;
-	u32				first_domain;
-	u32				last_domain;
-	u32				map_flags;	/* MAP flags the device accepts */
-	u32				probe_size;
-
-	struct dentry			*debugfs;
-};
-
-/*
- * A request slot. The request buffer comes first and is cache-line aligned
- * so that the device-visible bytes of two slots never share a line.
- */
-struct viommu_slot {
-	union viommu_req_buf		req ____cacheline_aligned;
-	void				*buf;		/* &req, or the PROBE buffer */
-	u32				len;		/* bytes at @buf */
-	u32				write_len;	/* device-writable bytes at the end */
-	struct list_head		node;		/* free or in-flight list */
-	u64				seq;
-	struct viommu_domain		*vdomain;	/* MAP/UNMAP accounting */
-	u8				type;
-	bool				waited;		/* a caller collects the result */
-	bool				done;
-	int				result;
-};
-
-/*
- * Per-domain counters. Maps and unmaps of a domain run on several CPUs at
- * once without a lock (the table needs none), so their counters are atomic.
- */
-struct viommu_domain_stats {
-	atomic64_t	maps;
-	atomic64_t	unmaps;
-	atomic64_t	mapped_bytes;
-	atomic64_t	unmapped_bytes;
-	atomic64_t	errors;
-	u64		faults;			/* viommu_dev.ep_lock */
-};
-
-/*
- * A domain's mappings live in a generic_pt table of its own, which also
- * tells where each MAP request began and ended (virtio-iommu-maps.h).
- * Page-table sharing will attach a table like this one, in a format the
- * host walks.
- */
-
-struct viommu_domain {
-	struct iommu_domain		domain;
-	struct viommu_dev		*viommu;
-	struct mutex			mutex;		/* finalise, attach, nr_endpoints */
-	/*
-	 * Keeps a replay of the MAPs out of their table while map_pages() and
-	 * unmap_pages() change it and send what they changed: they read it,
-	 * the replay writes it. nr_endpoints changes under both.
-	 */
-	rwlock_t			replay_lock;
-	unsigned int			id;
-	u32				map_flags;
-	bool				bypass;
-	unsigned int			nr_endpoints;
-
-	struct viommu_maps		maps;
-
-	struct list_head		list;		/* viommu_dev.domains */
-	struct viommu_domain_stats	stats;
-};
-
-struct viommu_endpoint {
-	struct device			*dev;
-	struct viommu_dev		*viommu;
-	struct viommu_domain		*vdomain;	/* under viommu_dev.ep_lock */
-	struct list_head		resv_regions;
-};
 
 static struct dentry *viommu_debugfs_root;
 
-#define to_viommu_domain(d)	container_of(d, struct viommu_domain, domain)
+/* Request failures the queue reports */
 
-/* Request queue */
-
-static void viommu_mapping_failed(struct viommu_domain *vdomain, u64 start,
-				  int err)
+/*
+ * A MAP or UNMAP of @vdomain failed: the request queue calls this where it
+ * collects answers, rq_lock held, in any context. A refused MAP is marked
+ * in the domain's table, so the iotlb_sync_map() covering it fails.
+ */
+void viommu_domain_request_failed(struct viommu_domain *vdomain,
+				  const struct viommu_slot *slot, int err)
 {
-	atomic64_inc(&vdomain->stats.errors);
-	viommu_maps_refused(&vdomain->maps, start, err);
-}
+	struct device *dev = vdomain->viommu->dev;
 
-/* A request came back; rq_lock held. */
-static void viommu_complete(struct viommu_dev *viommu, struct viommu_slot *slot,
-			    unsigned int used)
-{
-	const struct virtio_iommu_req_tail *tail = slot->buf + slot->len -
-						   VIOMMU_TAIL_LEN;
-	int ret = viommu_req_result(used, slot->write_len, tail->status);
-
-	list_del(&slot->node);
-	if (ret) {
-		viommu->stats.errors++;
-		if (ret == -EPROTO) {
-			viommu->stats.bad_answers++;
-			dev_err_ratelimited(viommu->dev,
-					    "request type %u: unusable answer (used length %u of %u, status %u)\n",
-					    slot->type, used, slot->write_len,
-					    tail->status);
-		}
-	}
-	if (ret && slot->vdomain && slot->type == VIRTIO_IOMMU_T_MAP) {
+	if (slot->type == VIRTIO_IOMMU_T_MAP) {
 		u64 start = le64_to_cpu(slot->req.map.virt_start);
 
-		dev_err_ratelimited(viommu->dev,
-				    "MAP %#llx-%#llx in domain %u failed: %d\n",
+		dev_err_ratelimited(dev, "MAP %#llx-%#llx in domain %u failed: %d\n",
 				    start, le64_to_cpu(slot->req.map.virt_end),
-				    slot->vdomain->id, ret);
-		viommu_mapping_failed(slot->vdomain, start, ret);
-	} else if (ret && slot->vdomain && slot->type == VIRTIO_IOMMU_T_UNMAP) {
-		dev_err_ratelimited(viommu->dev,
-				    "UNMAP %#llx-%#llx in domain %u failed: %d\n",
+				    vdomain->id, err);
+		atomic64_inc(&vdomain->stats.errors);
+		viommu_maps_refused(&vdomain->maps, start, err);
+	} else if (slot->type == VIRTIO_IOMMU_T_UNMAP) {
+		dev_err_ratelimited(dev, "UNMAP %#llx-%#llx in domain %u failed: %d\n",
 				    le64_to_cpu(slot->req.unmap.virt_start),
 				    le64_to_cpu(slot->req.unmap.virt_end),
-				    slot->vdomain->id, ret);
-		atomic64_inc(&slot->vdomain->stats.errors);
+				    vdomain->id, err);
+		atomic64_inc(&vdomain->stats.errors);
 	}
-
-	if (slot->waited) {
-		slot->result = ret;
-		slot->done = true;
-	} else {
-		list_add(&slot->node, &viommu->free_slots);
-	}
-}
-
-/* Collect what the device has answered; rq_lock held. */
-static void viommu_reap(struct viommu_dev *viommu)
-{
-	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
-	struct viommu_slot *slot;
-	unsigned int used;
-	bool any = false;
-
-	while ((slot = virtqueue_get_buf(vq, &used))) {
-		viommu_complete(viommu, slot, used);
-		any = true;
-	}
-	if (any)
-		WRITE_ONCE(viommu->reaps, viommu->reaps + 1);
-	if (any && viommu->sleepers)
-		wake_up_all(&viommu->rq_wait);
-}
-
-/*
- * A CPU comes to sync (viommu_wait()) at @now; rq_lock held. Record it, and
- * say whether another CPU came recently enough to be worth waiting for:
- * within VIOMMU_COMBINE_WINDOW rounds of an exit and a combining wait.
- */
-static bool viommu_note_arrival(struct viommu_dev *viommu, u64 now)
-	__must_hold(&viommu->rq_lock)
-{
-	int cpu = smp_processor_id();
-	u64 other = viommu->last_cpu == cpu ? viommu->other_ns : viommu->last_ns;
-
-	if (viommu->last_cpu != cpu) {
-		viommu->other_ns = viommu->last_ns;
-		viommu->last_cpu = cpu;
-	}
-	viommu->last_ns = now;
-	return other &&
-	       now - other < VIOMMU_COMBINE_WINDOW *
-			     (viommu->exit_ns + viommu->combine_ns);
-}
-
-/*
- * Spin, rq_lock not held, until another CPU moves *@counter from @seen (a
- * counter it writes under rq_lock) or @deadline (ktime ns) passes.
- */
-static void viommu_spin_until(const unsigned int *counter, unsigned int seen,
-			      u64 deadline)
-{
-	while (READ_ONCE(*counter) == seen && ktime_get_ns() < deadline)
-		cpu_relax();
-}
-
-/*
- * The notifier waits, with rq_lock dropped, until another CPU brings its
- * batch to sync (viommu_kick() counts it in @joins) or combine_ns has
- * passed; interrupts stay off, as for the exit.
- */
-static void viommu_combine(struct viommu_dev *viommu, u64 now)
-	__must_hold(&viommu->rq_lock)
-{
-	unsigned int joins = viommu->joins;
-	u64 limit = viommu->combine_ns, waited;
-
-	viommu->stats.combine_waits++;
-	spin_unlock(&viommu->rq_lock);
-	viommu_spin_until(&viommu->joins, joins, now + limit);
-	spin_lock(&viommu->rq_lock);
-	waited = ktime_get_ns() - now;
-	viommu->stats.combine_wait_ns += waited;
-	viommu->stats.combine_wait_hist[min_t(unsigned int, fls64(waited >> 11),
-					      VIOMMU_WAIT_BUCKETS - 1)]++;
-	if (waited > limit + VIOMMU_OVERRUN_NS)
-		viommu->stats.combine_overruns++;
-	if (viommu->joins != joins)
-		viommu->stats.combine_joins++;
-}
-
-/* Why viommu_kick() is called */
-enum viommu_kick_why {
-	VIOMMU_KICK_AGAIN,		/* a poller looks again */
-	VIOMMU_KICK_SYNC,		/* a caller comes to sync */
-	VIOMMU_KICK_SYNC_COMBINE,	/* one that may wait for other CPUs */
-};
-
-/*
- * viommu_kick() - notify the device of the requests added since the last kick
- * @viommu: the device, rq_lock held (dropped around the notification itself)
- * @why: a caller coming to sync, which may combine its kick or not, or a
- *	poller looking again
- *
- * The notification is the expensive part, an exit to the VMM that serves the
- * queue before it returns. Leaving the lock free meanwhile lets other CPUs
- * add their requests, which the device picks up in the same exit; with
- * VIRTIO_RING_F_EVENT_IDX it then publishes an avail event past them and
- * virtqueue_kick_prepare() says they need no notification of their own. A
- * CPU that finds a notification under way leaves its requests to it: the
- * notifier looks again when its exit returns and kicks whatever the device
- * has not taken, so a sleeping waiter is never left without a kick. Pollers
- * call this again on every look.
- *
- * Kick combining: when CPUs map and unmap side by side (a multiqueue NIC, a
- * benchmark's threads), each sync would otherwise pay an exit of its own,
- * since a request that arrives during another CPU's exit is most often
- * too late for it. A CPU about to notify while another CPU came to sync
- * recently waits until that CPU brings its batch, for at most combine_wait
- * percent of an exit (0 by default: no combining; never more than
- * VIOMMU_COMBINE_MAX_NS); one exit then serves both, and the two leave it
- * together, so their next syncs meet again. The wait must outlast the time
- * a CPU spends between syncs, not only an exit, or the CPUs never fall
- * into step. The cost of an exit is measured here (a moving average), so
- * the wait follows the VMM.
- * A CPU alone never waits, nor does a sync that may not combine (a lazy
- * domain's, the control path's: see viommu_domain_combines()).
- *
- * Interrupts stay off across the wait and the exit, as they were under the
- * lock: an interrupt or softirq on this CPU (the flush queue's timer, a
- * completion unmapping its buffer) that waited for the device would
- * otherwise spin on the very notification it interrupted until its wait
- * timed out.
- */
-static void viommu_kick(struct viommu_dev *viommu, enum viommu_kick_why why)
-	__must_hold(&viommu->rq_lock)
-{
-	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
-	bool combine = false;
-	u64 now = 0, start, cost;
-
-	/* With combining off (combine_ns 0) no arrival needs recording */
-	if (why != VIOMMU_KICK_AGAIN && viommu->combine_ns) {
-		now = ktime_get_ns();
-		combine = viommu_note_arrival(viommu, now) &&
-			  why == VIOMMU_KICK_SYNC_COMBINE;
-		if (viommu->notifying && viommu->unkicked)
-			WRITE_ONCE(viommu->joins, viommu->joins + 1);
-	}
-	while (viommu->unkicked && !viommu->notifying) {
-		viommu->notifying = true;
-		if (combine) {
-			viommu_combine(viommu, now);
-			combine = false;
-		}
-		viommu->stats.kicked_requests += viommu->unkicked;
-		viommu->unkicked = 0;
-		if (!virtqueue_kick_prepare(vq)) {
-			viommu->stats.kicks_unneeded++;
-			viommu->notifying = false;
-			return;
-		}
-		viommu->stats.kicks++;
-		spin_unlock(&viommu->rq_lock);
-		start = ktime_get_ns();
-		virtqueue_notify(vq);
-		cost = min_t(u64, ktime_get_ns() - start, VIOMMU_EXIT_MAX_NS);
-		spin_lock(&viommu->rq_lock);
-		if (viommu->exit_ns)
-			viommu->exit_ns += (s64)(cost - viommu->exit_ns) >>
-					   VIOMMU_EXIT_EWMA_SHIFT;
-		else
-			viommu->exit_ns = cost;
-		viommu->combine_ns = min_t(u64, VIOMMU_COMBINE_MAX_NS,
-					   div_u64(viommu->exit_ns *
-						   READ_ONCE(combine_wait), 100));
-		viommu->notifying = false;
-	}
-}
-
-/* The request queue interrupt: used only while a caller sleeps on it. */
-static void viommu_request_done(struct virtqueue *vq)
-{
-	struct viommu_dev *viommu = vq->vdev->priv;
-	unsigned long flags;
-
-	spin_lock_irqsave(&viommu->rq_lock, flags);
-	viommu_reap(viommu);
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
-}
-
-/* Conditions a caller waits for, evaluated with rq_lock held after a reap. */
-static bool viommu_seq_done(struct viommu_dev *viommu, u64 seq)
-{
-	struct viommu_slot *first;
-
-	first = list_first_entry_or_null(&viommu->inflight, struct viommu_slot,
-					 node);
-	return !first || first->seq > seq;
-}
-
-static bool viommu_slot_free(struct viommu_dev *viommu, u64 unused)
-{
-	return !list_empty(&viommu->free_slots);
-}
-
-static bool viommu_slot_done(struct viommu_dev *viommu, u64 slot)
-{
-	return ((struct viommu_slot *)(uintptr_t)slot)->done;
-}
-
-typedef bool (*viommu_cond_t)(struct viommu_dev *viommu, u64 arg);
-
-static bool viommu_check(struct viommu_dev *viommu, viommu_cond_t cond,
-			 u64 arg)
-{
-	unsigned long flags;
-	bool ret;
-
-	spin_lock_irqsave(&viommu->rq_lock, flags);
-	viommu_reap(viommu);
-	ret = cond(viommu, arg) ||
-	      virtqueue_is_broken(viommu->vqs[VIOMMU_REQUEST_VQ]);
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
-	return ret;
-}
-
-/*
- * viommu_wait() - wait for @cond, rq_lock held (and dropped while waiting)
- *
- * A caller that may sleep enables the request queue interrupt and sleeps;
- * any other caller polls, with the lock dropped (and its interrupts as they
- * were before it took the lock) between two looks, for a bounded time.
- * @combine lets the kick wait for other CPUs' requests (see viommu_kick()).
- */
-static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
-		       bool may_sleep, bool combine, unsigned long *flags)
-	__must_hold(&viommu->rq_lock)
-{
-	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
-	ktime_t deadline;
-
-	viommu_kick(viommu, combine ? VIOMMU_KICK_SYNC_COMBINE :
-				      VIOMMU_KICK_SYNC);
-	viommu_reap(viommu);
-	if (cond(viommu, arg))
-		return 0;
-
-	if (may_sleep) {
-		viommu->stats.sleeps++;
-		if (!viommu->sleepers++)
-			virtqueue_enable_cb(vq);
-		spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-		wait_event_timeout(viommu->rq_wait,
-				   viommu_check(viommu, cond, arg),
-				   VIOMMU_SLEEP_TIMEOUT);
-		spin_lock_irqsave(&viommu->rq_lock, *flags);
-		if (!--viommu->sleepers)
-			virtqueue_disable_cb(vq);
-		viommu_reap(viommu);
-	} else {
-		viommu->stats.polls++;
-		deadline = ktime_add_us(ktime_get(), VIOMMU_POLL_TIMEOUT_US);
-		/*
-		 * Between two looks, pause for a microsecond, or less if
-		 * another CPU reaps meanwhile (a notifier back from an exit
-		 * that served our requests too): we see our answer at once,
-		 * and CPUs whose kicks combined leave together.
-		 */
-		for (;;) {
-			unsigned int reaps = viommu->reaps;
-
-			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-			viommu_spin_until(&viommu->reaps, reaps,
-					  ktime_get_ns() + NSEC_PER_USEC);
-			spin_lock_irqsave(&viommu->rq_lock, *flags);
-			viommu_kick(viommu, VIOMMU_KICK_AGAIN);
-			viommu_reap(viommu);
-			if (cond(viommu, arg) || virtqueue_is_broken(vq) ||
-			    ktime_after(ktime_get(), deadline))
-				break;
-		}
-	}
-	if (cond(viommu, arg))
-		return 0;
-	if (virtqueue_is_broken(vq)) {
-		dev_err_ratelimited(viommu->dev, "request queue is broken\n");
-		return -EIO;
-	}
-	viommu->stats.timeouts++;
-	dev_err_ratelimited(viommu->dev, "device did not answer in time\n");
-	return -ETIMEDOUT;
-}
-
-/* A free slot, rq_lock held (dropped while waiting for one). */
-static struct viommu_slot *viommu_get_slot(struct viommu_dev *viommu,
-					   bool may_sleep, unsigned long *flags)
-	__must_hold(&viommu->rq_lock)
-{
-	int ret;
-
-	if (list_empty(&viommu->free_slots)) {
-		viommu->stats.slot_waits++;
-		ret = viommu_wait(viommu, viommu_slot_free, 0, may_sleep, false,
-				  flags);
-		if (ret)
-			return ERR_PTR(ret);
-	}
-	return list_first_entry(&viommu->free_slots, struct viommu_slot, node);
-}
-
-/*
- * Queue the request in @slot without notifying the device; rq_lock held.
- * @slot->buf, len and write_len describe it.
- */
-static int viommu_queue(struct viommu_dev *viommu, struct viommu_slot *slot,
-			struct viommu_domain *vdomain)
-{
-	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
-	struct scatterlist out, in, *sgs[2] = { &out, &in };
-	int ret;
-
-	slot->type = ((struct virtio_iommu_req_head *)slot->buf)->type;
-	slot->vdomain = vdomain;
-	slot->done = false;
-	sg_init_one(&out, slot->buf, slot->len - slot->write_len);
-	sg_init_one(&in, slot->buf + slot->len - slot->write_len,
-		    slot->write_len);
-	ret = virtqueue_add_sgs(vq, sgs, 1, 1, slot, GFP_ATOMIC);
-	if (ret) {
-		dev_err_ratelimited(viommu->dev, "cannot queue a request: %d\n",
-				    ret);
-		return ret;
-	}
-	list_move_tail(&slot->node, &viommu->inflight);
-	slot->seq = ++viommu->next_seq;
-	viommu->unkicked++;
-	if (slot->type < ARRAY_SIZE(viommu->stats.requests))
-		viommu->stats.requests[slot->type]++;
-	return 0;
-}
-
-/*
- * Wait for every request queued so far (by anyone) to complete; @combine as
- * for viommu_wait().
- */
-static int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine)
-{
-	unsigned long flags;
-	int ret;
-
-	spin_lock_irqsave(&viommu->rq_lock, flags);
-	ret = viommu_wait(viommu, viommu_seq_done, viommu->next_seq, may_sleep,
-			  combine, &flags);
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
-	return ret;
-}
-
-/*
- * viommu_send_sync() - send one request and wait for its answer (may sleep)
- * @viommu: the device
- * @req: a fixed-size request to copy into a slot, or NULL
- * @buf: with @req NULL, a buffer the request lives in (PROBE)
- * @len: size of the request, tail included
- * @write_len: size of its device-writable part
- *
- * Return: 0, the request's errno, or -ETIMEDOUT. On -ETIMEDOUT the request
- * stays with the device; @buf must then not be reused.
- */
-static int viommu_send_sync(struct viommu_dev *viommu,
-			    const union viommu_req_buf *req, void *buf,
-			    size_t len, size_t write_len)
-{
-	struct viommu_slot *slot;
-	unsigned long flags;
-	int ret;
-
-	might_sleep();
-	spin_lock_irqsave(&viommu->rq_lock, flags);
-	slot = viommu_get_slot(viommu, true, &flags);
-	if (IS_ERR(slot)) {
-		ret = PTR_ERR(slot);
-		goto out_unlock;
-	}
-	if (req) {
-		slot->req = *req;
-		slot->buf = &slot->req;
-	} else {
-		slot->buf = buf;
-	}
-	slot->len = len;
-	slot->write_len = write_len;
-	slot->waited = true;
-	ret = viommu_queue(viommu, slot, NULL);
-	if (ret)
-		goto out_unlock;
-	ret = viommu_wait(viommu, viommu_slot_done, (uintptr_t)slot, true,
-			  false, &flags);
-	if (ret) {
-		/* Abandoned: the completion returns the slot to the free list. */
-		slot->waited = false;
-		goto out_unlock;
-	}
-	ret = slot->result;
-	slot->waited = false;
-	list_add(&slot->node, &viommu->free_slots);
-out_unlock:
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
-	return ret;
-}
-
-/*
- * A slot for a request of @vdomain that the next sync sends; the caller
- * builds the request in slot->req and queues it with viommu_queue_req().
- * Takes rq_lock, which an error drops again.
- */
-static struct viommu_slot *viommu_req_slot(struct viommu_domain *vdomain,
-					   unsigned long *flags)
-	__acquires(&vdomain->viommu->rq_lock)
-{
-	struct viommu_dev *viommu = vdomain->viommu;
-	struct viommu_slot *slot;
-
-	spin_lock_irqsave(&viommu->rq_lock, *flags);
-	slot = viommu_get_slot(viommu, false, flags);
-	if (IS_ERR(slot))
-		spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-	return slot;
-}
-
-/* Queue the @len-byte request built in @slot; drops rq_lock. */
-static int viommu_queue_req(struct viommu_domain *vdomain,
-			    struct viommu_slot *slot, size_t len,
-			    unsigned long flags)
-	__releases(&vdomain->viommu->rq_lock)
-{
-	struct viommu_dev *viommu = vdomain->viommu;
-	int ret;
-
-	slot->buf = &slot->req;
-	slot->waited = false;
-	slot->len = len;
-	slot->write_len = VIOMMU_TAIL_LEN;
-	ret = viommu_queue(viommu, slot, vdomain);
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
-	return ret;
 }
 
 /* Queue a MAP for the next sync. */
 static int viommu_queue_map(struct viommu_domain *vdomain, u64 start, u64 last,
 			    u64 phys, u32 map_flags)
 {
-	struct viommu_slot *slot;
-	unsigned long flags;
+	union viommu_req_buf req;
 
-	slot = viommu_req_slot(vdomain, &flags);
-	if (IS_ERR(slot))
-		return PTR_ERR(slot);
-	viommu_encode_map(&slot->req.map, vdomain->id, start, last, phys,
-			  map_flags);
-	return viommu_queue_req(vdomain, slot, sizeof(slot->req.map), flags);
+	viommu_encode_map(&req.map, vdomain->id, start, last, phys, map_flags);
+	return viommu_queue_req(vdomain, &req, sizeof(req.map));
 }
 
 /* Queue an UNMAP for the next sync. */
 static int viommu_queue_unmap(struct viommu_domain *vdomain, u64 start,
 			      u64 last)
 {
-	struct viommu_slot *slot;
-	unsigned long flags;
+	union viommu_req_buf req;
 
-	slot = viommu_req_slot(vdomain, &flags);
-	if (IS_ERR(slot))
-		return PTR_ERR(slot);
-	viommu_encode_unmap(&slot->req.unmap, vdomain->id, start, last);
-	return viommu_queue_req(vdomain, slot, sizeof(slot->req.unmap), flags);
-}
-
-/* Forget @vdomain in requests still in flight (it is going away). */
-static void viommu_forget_domain(struct viommu_dev *viommu,
-				 struct viommu_domain *vdomain)
-{
-	struct viommu_slot *slot;
-	unsigned long flags;
-
-	spin_lock_irqsave(&viommu->rq_lock, flags);
-	list_for_each_entry(slot, &viommu->inflight, node)
-		if (slot->vdomain == vdomain)
-			slot->vdomain = NULL;
-	spin_unlock_irqrestore(&viommu->rq_lock, flags);
+	viommu_encode_unmap(&req.unmap, vdomain->id, start, last);
+	return viommu_queue_req(vdomain, &req, sizeof(req.unmap));
 }
 
 /* Domain bookkeeping */
@@ -1690,27 +1026,6 @@ static int viommu_init_vqs(struct viommu_dev *viommu)
 
 	return virtio_find_vqs(viommu->vdev, VIOMMU_NR_VQS, viommu->vqs,
 			       vqs_info, NULL);
-}
-
-static int viommu_init_slots(struct viommu_dev *viommu)
-{
-	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
-	unsigned int i;
-
-	/* Two descriptors a request: the queue never runs out before us */
-	viommu->nr_slots = min_t(unsigned int,
-				 virtqueue_get_vring_size(vq) / 2,
-				 VIOMMU_MAX_SLOTS);
-	if (!viommu->nr_slots)
-		return -EINVAL;
-	viommu->slots = devm_kcalloc(viommu->dev, viommu->nr_slots,
-				     sizeof(*viommu->slots), GFP_KERNEL);
-	if (!viommu->slots)
-		return -ENOMEM;
-	for (i = 0; i < viommu->nr_slots; i++)
-		list_add_tail(&viommu->slots[i].node, &viommu->free_slots);
-	virtqueue_disable_cb(vq);
-	return 0;
 }
 
 static int viommu_fill_evtq(struct viommu_dev *viommu)

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * virtio-iommu guest driver: what its two files share.
+ *
+ * virtio-iommu.c is the IOMMU driver (domains, endpoints, probe, events);
+ * virtio-iommu-queue.c the request queue engine under it (preallocated
+ * slots, sequence numbers, the kick protocol and kick combining, waiting by
+ * sleep or poll). The driver builds requests in slots and syncs; the queue
+ * tells the driver which MAP and UNMAP requests failed.
+ */
+#ifndef _DRIVERS_IOMMU_VIRTIO_IOMMU_H
+#define _DRIVERS_IOMMU_VIRTIO_IOMMU_H
+
+#include <linux/iommu.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/virtio.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "virtio-iommu-maps.h"
+#include "virtio-iommu-wire.h"
+
+#define VIOMMU_REQUEST_VQ		0
+#define VIOMMU_EVENT_VQ			1
+#define VIOMMU_NR_VQS			2
+
+/* Buckets of the combining wait histogram (debugfs) */
+#define VIOMMU_WAIT_BUCKETS		5
+
+/* Counters of the whole device, under viommu_dev.rq_lock. */
+struct viommu_stats {
+	u64	requests[VIRTIO_IOMMU_T_PROBE + 1];
+	u64	errors;			/* requests that failed */
+	u64	bad_answers;		/* of which the device's answer was unusable */
+	u64	kicks;			/* notifications sent to the device */
+	u64	kicked_requests;	/* requests those notifications covered */
+	u64	kicks_unneeded;		/* batches the device took unnotified */
+	u64	combine_waits;		/* notifiers that waited for another CPU */
+	u64	combine_joins;		/* of which another CPU's batch joined */
+	u64	combine_wait_ns;	/* time those notifiers waited */
+	/* those waits by length: <2, 2-4, 4-8, 8-16, >=16 us (2^11 ns units) */
+	u64	combine_wait_hist[VIOMMU_WAIT_BUCKETS];
+	u64	combine_overruns;	/* waits that ended late (vCPU preempted) */
+	u64	sleeps;			/* waits on the request queue interrupt */
+	u64	polls;			/* bounded polls */
+	u64	timeouts;		/* waits that gave up */
+	u64	slot_waits;		/* no free slot: waited for one */
+};
+
+/* Counters of the event queue, under viommu_dev.ep_lock. */
+struct viommu_event_stats {
+	u64	faults;			/* fault records received */
+	u64	reported;		/* of which reported to the IOMMU core */
+	u64	unknown_ep;		/* endpoint or domain not found */
+	u64	bad_events;		/* malformed event buffers */
+};
+
+struct viommu_dev {
+	struct iommu_device		iommu;
+	struct device			*dev;
+	struct virtio_device		*vdev;
+	struct virtqueue		*vqs[VIOMMU_NR_VQS];
+
+	/* Request queue: slots, in-flight list, counters */
+	spinlock_t			rq_lock;
+	struct viommu_slot		*slots;
+	unsigned int			nr_slots;
+	struct list_head		free_slots;
+	struct list_head		inflight;	/* in submission order */
+	unsigned int			unkicked;
+	bool				notifying;	/* a CPU waits to kick, or kicks */
+	unsigned int			joins;		/* syncs left to the notifier */
+	int				last_cpu;	/* the CPU that synced last */
+	u64				last_ns;	/* when it did */
+	u64				other_ns;	/* the last sync of any other CPU */
+	u64				exit_ns;	/* average cost of a notification */
+	u64				combine_ns;	/* longest combining wait */
+	u64				next_seq;
+	unsigned int			reaps;		/* reaps that found answers */
+	unsigned int			sleepers;
+	wait_queue_head_t		rq_wait;
+	struct viommu_stats		stats;
+
+	/* PROBE buffer; PROBE requests are serialised by probe_mutex */
+	struct mutex			probe_mutex;
+	void				*probe_buf;
+
+	/* Endpoint IDs to endpoints, and each endpoint's domain */
+	spinlock_t			ep_lock;
+	struct xarray			endpoints;
+	struct viommu_event_stats	evstats;
+
+	struct ida			domain_ids;
+	spinlock_t			domains_lock;	/* protects domains */
+	struct list_head		domains;	/* for debugfs */
+
+	struct virtio_iommu_fault	*events;
+	unsigned int			nr_events;
+
+	/* Device configuration, read at probe */
+	struct iommu_domain_geometry	geometry;
+	u64				pgsize_bitmap;
+	u32				first_domain;
+	u32				last_domain;
+	u32				map_flags;	/* MAP flags the device accepts */
+	u32				probe_size;
+
+	struct dentry			*debugfs;
+};
+
+/*
+ * A request slot. The request buffer comes first and is cache-line aligned
+ * so that the device-visible bytes of two slots never share a line.
+ */
+struct viommu_slot {
+	union viommu_req_buf		req ____cacheline_aligned;
+	void				*buf;		/* &req, or the PROBE buffer */
+	u32				len;		/* bytes at @buf */
+	u32				write_len;	/* device-writable bytes at the end */
+	struct list_head		node;		/* free or in-flight list */
+	u64				seq;
+	struct viommu_domain		*vdomain;	/* MAP/UNMAP accounting */
+	u8				type;
+	bool				waited;		/* a caller collects the result */
+	bool				done;
+	int				result;
+};
+
+/*
+ * Per-domain counters. Maps and unmaps of a domain run on several CPUs at
+ * once without a lock (the table needs none), so their counters are atomic.
+ */
+struct viommu_domain_stats {
+	atomic64_t	maps;
+	atomic64_t	unmaps;
+	atomic64_t	mapped_bytes;
+	atomic64_t	unmapped_bytes;
+	atomic64_t	errors;
+	u64		faults;			/* viommu_dev.ep_lock */
+};
+
+/*
+ * A domain's mappings live in a generic_pt table of its own, which also
+ * tells where each MAP request began and ended (virtio-iommu-maps.h).
+ * Page-table sharing will attach a table like this one, in a format the
+ * host walks.
+ */
+
+struct viommu_domain {
+	struct iommu_domain		domain;
+	struct viommu_dev		*viommu;
+	struct mutex			mutex;		/* finalise, attach, nr_endpoints */
+	/*
+	 * Keeps a replay of the MAPs out of their table while map_pages() and
+	 * unmap_pages() change it and send what they changed: they read it,
+	 * the replay writes it. nr_endpoints changes under both.
+	 */
+	rwlock_t			replay_lock;
+	unsigned int			id;
+	u32				map_flags;
+	bool				bypass;
+	unsigned int			nr_endpoints;
+
+	struct viommu_maps		maps;
+
+	struct list_head		list;		/* viommu_dev.domains */
+	struct viommu_domain_stats	stats;
+};
+
+struct viommu_endpoint {
+	struct device			*dev;
+	struct viommu_dev		*viommu;
+	struct viommu_domain		*vdomain;	/* under viommu_dev.ep_lock */
+	struct list_head		resv_regions;
+};
+
+#define to_viommu_domain(d)	container_of(d, struct viommu_domain, domain)
+
+/* virtio-iommu-queue.c: the request queue */
+int viommu_init_slots(struct viommu_dev *viommu);
+
+void viommu_request_done(struct virtqueue *vq);
+
+int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine);
+
+int viommu_send_sync(struct viommu_dev *viommu,
+		     const union viommu_req_buf *req, void *buf,
+		     size_t len, size_t write_len);
+int viommu_queue_req(struct viommu_domain *vdomain,
+		     const union viommu_req_buf *req, size_t len);
+void viommu_forget_domain(struct viommu_dev *viommu,
+			  struct viommu_domain *vdomain);
+
+/* virtio-iommu.c: what the queue reports back */
+void viommu_domain_request_failed(struct viommu_domain *vdomain,
+				  const struct viommu_slot *slot, int err);
+
+#endif /* _DRIVERS_IOMMU_VIRTIO_IOMMU_H */
