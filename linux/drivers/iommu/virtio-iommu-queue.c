@@ -443,8 +443,8 @@ int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine)
  * stays with the device; @buf must then not be reused.
  */
 int viommu_send_sync(struct viommu_dev *viommu,
-			    const union viommu_req_buf *req, void *buf,
-			    size_t len, size_t write_len)
+		     const union viommu_req_buf *req, void *buf,
+		     size_t len, size_t write_len)
 {
 	struct viommu_slot *slot;
 	unsigned long flags;
@@ -523,7 +523,7 @@ out_unlock:
 
 /* Forget @vdomain in requests still in flight (it is going away). */
 void viommu_forget_domain(struct viommu_dev *viommu,
-				 struct viommu_domain *vdomain)
+			  struct viommu_domain *vdomain)
 {
 	struct viommu_slot *slot;
 	unsigned long flags;

@@ -417,18 +417,20 @@ static bool fault_reported(int kmsg, char *seen, size_t seen_len)
  * The IOMMU driver must have logged the fault, where the scenario says how
  * it logs one (EDU_FAULT_PATTERN). Where nothing can be seen (QEMU 7.2's
  * amd-iommu delivers no fault event), the memory checks before this were
- * the whole test, and the log check reports a skip, not a pass.
+ * the whole test, and the log check reports a skip, not a pass. The last
+ * statement of a test: a skip or failure here ends it.
  */
-#define ASSERT_FAULT_LOGGED(kmsg) do {						\
-	const char *_pattern = getenv("EDU_FAULT_PATTERN");			\
-	char _seen[256];							\
-										\
-	if (!_pattern || !*_pattern)						\
-		SKIP(return, "memory checked; no EDU_FAULT_PATTERN for the log"); \
-	ASSERT_TRUE(fault_reported(kmsg, _seen, sizeof(_seen)))		\
-		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged"); \
-	TH_LOG("fault: %s", _seen);						\
-} while (0)
+static void expect_fault_logged(struct __test_metadata *_metadata, int kmsg)
+{
+	const char *pattern = getenv("EDU_FAULT_PATTERN");
+	char seen[256];
+
+	if (!pattern || !*pattern)
+		SKIP(return, "memory checked; no EDU_FAULT_PATTERN for the log");
+	ASSERT_TRUE(fault_reported(kmsg, seen, sizeof(seen)))
+		TH_LOG("no IOMMU fault matching EDU_FAULT_PATTERN was logged");
+	TH_LOG("fault: %s", seen);
+}
 
 TEST_F(edu, identify)
 {
@@ -506,7 +508,7 @@ TEST_F(edu, write_to_unmapped_iova_faults)
 	fill(self->secret, BUF_SIZE, 2);
 	ASSERT_EQ(0, memcmp(self->dst, self->secret, BUF_SIZE))
 		TH_LOG("a mapped buffer changed although nothing was sent to it");
-	ASSERT_FAULT_LOGGED(self->kmsg);
+	expect_fault_logged(_metadata, self->kmsg);
 }
 
 /*
@@ -531,7 +533,7 @@ TEST_F(edu, write_after_unmap_does_not_reach_memory)
 			     true));
 	ASSERT_EQ(0, memcmp(self->dst, expect, BUF_SIZE))
 		TH_LOG("DMA reached memory after VFIO_IOMMU_UNMAP_DMA");
-	ASSERT_FAULT_LOGGED(self->kmsg);
+	expect_fault_logged(_metadata, self->kmsg);
 }
 
 /* A read from an unmapped IOVA must not fetch the data that was there. */
@@ -551,7 +553,7 @@ TEST_F(edu, read_after_unmap_does_not_leak)
 	/* What the faulting read did not touch is the data loaded before. */
 	ASSERT_EQ(0, memcmp(self->dst + EDU_FAULT_XFER, self->src + EDU_FAULT_XFER,
 			    EDU_MAX_XFER - EDU_FAULT_XFER));
-	ASSERT_FAULT_LOGGED(self->kmsg);
+	expect_fault_logged(_metadata, self->kmsg);
 }
 
 /* How many faults matching EDU_FAULT_PATTERN the log holds by now (no wait). */
@@ -755,9 +757,16 @@ FIXTURE(edu_iommufd) {
 	uint8_t *bar;
 	size_t bar_size;
 	uint8_t *mem;
-	volatile int stop;
-	unsigned int churns;
-	int churn_err;
+};
+
+/* What the churning thread works on, and what it reports */
+struct churn {
+	int iommufd;
+	uint32_t ioas;
+	uint8_t *mem;
+	int stop;		/* __atomic: set by the test when it is done */
+	unsigned int rounds;
+	int err;
 };
 
 /* /dev/vfio/devices/vfioN of the edu, or -ENOENT without the cdev */
@@ -881,22 +890,20 @@ FIXTURE_TEARDOWN(edu_iommufd)
 /* The other thread: unmap and map again the upper half, area by area */
 static void *churn_thread(void *arg)
 {
-	FIXTURE_DATA(edu_iommufd) *self = arg;
+	struct churn *c = arg;
 	unsigned int i = CHURN_AREAS / 2;
 	int ret;
 
-	while (!self->stop) {
-		ret = ioas_unmap(self->iommufd, self->ioas, churn_iova(i),
-				 CHURN_AREA);
+	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+		ret = ioas_unmap(c->iommufd, c->ioas, churn_iova(i), CHURN_AREA);
 		if (!ret)
-			ret = ioas_map(self->iommufd, self->ioas,
-				       self->mem + i * CHURN_AREA, churn_iova(i),
-				       CHURN_AREA);
+			ret = ioas_map(c->iommufd, c->ioas, c->mem + i * CHURN_AREA,
+				       churn_iova(i), CHURN_AREA);
 		if (ret) {
-			self->churn_err = ret;
+			c->err = ret;
 			break;
 		}
-		self->churns++;
+		c->rounds++;
 		if (++i == CHURN_AREAS)
 			i = CHURN_AREAS / 2;
 	}
@@ -924,15 +931,18 @@ TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
 {
 	unsigned long rounds = env_ulong("EDU_CHURN_ROUNDS", CHURN_ROUNDS_DEFAULT);
 	uint8_t *src = self->mem, *dst = self->mem + CHURN_AREA;
+	struct churn c = {
+		.iommufd = self->iommufd, .ioas = self->ioas, .mem = self->mem,
+	};
 	uint8_t *expect;
+	pthread_t thread;
 	unsigned long r;
 	unsigned int i;
-	pthread_t churn;
 
 	expect = malloc(CHURN_AREA);
 	ASSERT_NE(NULL, expect);
-	ASSERT_EQ(0, pthread_create(&churn, NULL, churn_thread, self));
-	for (r = 0; r < rounds && !self->churn_err; r++) {
+	ASSERT_EQ(0, pthread_create(&thread, NULL, churn_thread, &c));
+	for (r = 0; r < rounds && !c.err; r++) {
 		ASSERT_EQ(0, edu_attach(self->device, self->ioas))
 			TH_LOG("round %lu: attach: %s", r, strerror(errno));
 		fill(src, EDU_MAX_XFER, 1000 + r);
@@ -944,10 +954,10 @@ TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
 			TH_LOG("round %lu: the DMA through the new domain lost data", r);
 		ASSERT_EQ(0, edu_detach(self->device));
 	}
-	self->stop = 1;
-	pthread_join(churn, NULL);
-	ASSERT_EQ(0, self->churn_err) TH_LOG("unmap/map: %s", strerror(-self->churn_err));
-	TH_LOG("%lu attaches, %u unmaps and maps meanwhile", r, self->churns);
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(thread, NULL);
+	ASSERT_EQ(0, c.err) TH_LOG("unmap/map: %s", strerror(-c.err));
+	TH_LOG("%lu attaches, %u unmaps and maps meanwhile", r, c.rounds);
 
 	/* Attached once more, every churned area unmapped: none may be reached */
 	ASSERT_EQ(0, edu_attach(self->device, self->ioas));
