@@ -206,6 +206,31 @@ static void fill(uint8_t *buf, size_t len, uint32_t seed)
 	}
 }
 
+/*
+ * Map the edu's BAR 0 from the VFIO device @device and turn on memory
+ * decode and bus mastering: without the latter, no DMA at all.
+ */
+static void open_bar(struct __test_metadata *_metadata, int device,
+		     uint8_t **bar, size_t *bar_size)
+{
+	struct vfio_region_info reg = { .argsz = sizeof(reg) };
+	uint16_t cmd;
+
+	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	ASSERT_TRUE(reg.flags & VFIO_REGION_INFO_FLAG_MMAP);
+	*bar_size = reg.size;
+	*bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    device, reg.offset);
+	ASSERT_NE(MAP_FAILED, *bar);
+
+	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
+	ASSERT_EQ(0, ioctl(device, VFIO_DEVICE_GET_REGION_INFO, &reg));
+	ASSERT_EQ(2, pread(device, &cmd, 2, reg.offset + PCI_COMMAND));
+	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	ASSERT_EQ(2, pwrite(device, &cmd, 2, reg.offset + PCI_COMMAND));
+}
+
 FIXTURE(edu) {
 	int container;
 	int group;
@@ -234,9 +259,7 @@ static uint64_t iommu_pgsizes(int container)
 FIXTURE_SETUP(edu)
 {
 	struct vfio_group_status status = { .argsz = sizeof(status) };
-	struct vfio_region_info reg = { .argsz = sizeof(reg) };
 	char path[64];
-	uint16_t cmd;
 	int group;
 
 	self->container = -1;
@@ -269,20 +292,7 @@ FIXTURE_SETUP(edu)
 	self->device = ioctl(self->group, VFIO_GROUP_GET_DEVICE_FD, edu_bdf);
 	ASSERT_LE(0, self->device);
 
-	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	ASSERT_TRUE(reg.flags & VFIO_REGION_INFO_FLAG_MMAP);
-	self->bar_size = reg.size;
-	self->bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 self->device, reg.offset);
-	ASSERT_NE(MAP_FAILED, self->bar);
-
-	/* Memory decode and bus mastering: without the latter, no DMA at all. */
-	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	ASSERT_EQ(2, pread(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
-	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	ASSERT_EQ(2, pwrite(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+	open_bar(_metadata, self->device, &self->bar, &self->bar_size);
 
 	self->src = mmap(NULL, 3 * BUF_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -830,10 +840,8 @@ static uint64_t churn_iova(unsigned int i)
 FIXTURE_SETUP(edu_iommufd)
 {
 	struct vfio_device_bind_iommufd bind = { .argsz = sizeof(bind) };
-	struct vfio_region_info reg = { .argsz = sizeof(reg) };
 	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
 	unsigned int i;
-	uint16_t cmd;
 
 	self->iommufd = -1;
 	self->device = -1;
@@ -853,17 +861,7 @@ FIXTURE_SETUP(edu_iommufd)
 	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_IOAS_ALLOC, &alloc));
 	self->ioas = alloc.out_ioas_id;
 
-	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	self->bar_size = reg.size;
-	self->bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 self->device, reg.offset);
-	ASSERT_NE(MAP_FAILED, self->bar);
-	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	ASSERT_EQ(2, pread(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
-	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	ASSERT_EQ(2, pwrite(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
+	open_bar(_metadata, self->device, &self->bar, &self->bar_size);
 
 	/* Every area mapped, each its own mapping in the IOMMU's domain */
 	self->mem = mmap(NULL, CHURN_AREAS * CHURN_AREA, PROT_READ | PROT_WRITE,
