@@ -66,6 +66,7 @@ struct vhost_iommu_domain {
 	u32 id;
 	bool bypass;
 	unsigned int nr_endpoints;
+	struct list_head endpoints;		/* struct vhost_iommu_ep.node */
 	unsigned long nr_mappings;
 	struct rb_root_cached mappings;		/* struct vhost_iommu_mapping */
 	struct gpt_table pt;
@@ -80,6 +81,7 @@ struct vhost_iommu_mapping {
 struct vhost_iommu_ep {
 	u32 id;
 	struct vhost_iommu_domain *domain;
+	struct list_head node;			/* in domain->endpoints */
 	struct vhost_iommu_bound *binding;	/* a bound vhost device */
 	u32 nr_resv;
 	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
@@ -245,6 +247,7 @@ static void vhost_iommu_detach_ep(struct vhost_iommu *v,
 	if (!dom)
 		return;
 	vhost_iommu_invalidate_ep(v, ep);
+	list_del(&ep->node);
 	ep->domain = NULL;
 	if (!--dom->nr_endpoints)
 		vhost_iommu_free_domain(v, dom);
@@ -264,6 +267,46 @@ static void vhost_iommu_reset(struct vhost_iommu *v)
 static bool vhost_iommu_zero(const u8 *p, size_t n)
 {
 	return !memchr_inv(p, 0, n);
+}
+
+/* Does [@start, @last] meet one of @ep's reserved regions? */
+static bool vhost_iommu_ep_resv_meets(const struct vhost_iommu_ep *ep,
+				      u64 start, u64 last)
+{
+	u32 i;
+
+	for (i = 0; i < ep->nr_resv; i++)
+		if (ep->resv[i].start <= last && start <= ep->resv[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * A domain never maps into a reserved region (the MSI window included) of
+ * an endpoint attached to it: MAP checks the endpoints there, ATTACH the
+ * mappings there.
+ */
+static bool vhost_iommu_dom_resv_meets(struct vhost_iommu_domain *dom,
+				       u64 start, u64 last)
+{
+	struct vhost_iommu_ep *ep;
+
+	list_for_each_entry(ep, &dom->endpoints, node)
+		if (vhost_iommu_ep_resv_meets(ep, start, last))
+			return true;
+	return false;
+}
+
+static bool vhost_iommu_resv_mapped(struct vhost_iommu_domain *dom,
+				    const struct vhost_iommu_ep *ep)
+{
+	u32 i;
+
+	for (i = 0; i < ep->nr_resv; i++)
+		if (interval_tree_iter_first(&dom->mappings, ep->resv[i].start,
+					     ep->resv[i].end))
+			return true;
+	return false;
 }
 
 static u8 vhost_iommu_attach(struct vhost_iommu *v,
@@ -295,6 +338,8 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 			return VIRTIO_IOMMU_S_INVAL;
 		if (ep->domain == dom)
 			return VIRTIO_IOMMU_S_OK;
+		if (vhost_iommu_resv_mapped(dom, ep))
+			return VIRTIO_IOMMU_S_INVAL;
 	} else {
 		struct gpt_amdv1_cfg ptcfg = {
 			.levels = 3,
@@ -309,6 +354,7 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 		dom->id = domain;
 		dom->bypass = bypass;
 		dom->mappings = RB_ROOT_CACHED;
+		INIT_LIST_HEAD(&dom->endpoints);
 		if (!bypass &&
 		    gpt_amdv1_init(&dom->pt, &ptcfg, GFP_KERNEL_ACCOUNT)) {
 			kfree(dom);
@@ -338,6 +384,7 @@ static u8 vhost_iommu_attach(struct vhost_iommu *v,
 	/* A bound device may have cached bypass translations */
 	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = dom;
+	list_add(&ep->node, &dom->endpoints);
 	dom->nr_endpoints++;
 	return VIRTIO_IOMMU_S_OK;
 }
@@ -348,15 +395,13 @@ static u8 vhost_iommu_detach(struct vhost_iommu *v,
 	struct vhost_iommu_domain *dom;
 	struct vhost_iommu_ep *ep;
 
-	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
-		return VIRTIO_IOMMU_S_INVAL;
+	/* reserved is ignored (virtio 1.3: MUST) */
 	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
 	if (!ep)
 		return VIRTIO_IOMMU_S_NOENT;
+	/* No such domain, or not this endpoint's: the spec's INVAL */
 	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
-	if (!dom)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (ep->domain != dom)
+	if (!dom || ep->domain != dom)
 		return VIRTIO_IOMMU_S_INVAL;
 	vhost_iommu_detach_ep(v, ep);
 	return VIRTIO_IOMMU_S_OK;
@@ -430,6 +475,8 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 	if (dom->pt.oas < 64 && (phys + (len - 1)) >> dom->pt.oas)
 		return VIRTIO_IOMMU_S_RANGE;
 	if (interval_tree_iter_first(&dom->mappings, start, end))
+		return VIRTIO_IOMMU_S_INVAL;
+	if (vhost_iommu_dom_resv_meets(dom, start, end))
 		return VIRTIO_IOMMU_S_INVAL;
 	if (v->nr_mappings >= v->cfg.max_mappings)
 		return VIRTIO_IOMMU_S_NOMEM;
@@ -534,8 +581,7 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 	struct vhost_iommu_ep *ep;
 	u32 i;
 
-	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
-		return VIRTIO_IOMMU_S_INVAL;
+	/* reserved is ignored (virtio 1.3: MUST) */
 	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
 	if (!ep)
 		return VIRTIO_IOMMU_S_NOENT;
@@ -597,24 +643,32 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		size = offsetof(struct virtio_iommu_req_unmap, tail);
 		break;
 	case VIRTIO_IOMMU_T_PROBE:
+		/* Not negotiated: a request type the device does not know */
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE))
+			return 0;
 		size = sizeof(struct virtio_iommu_req_probe);
 		tail_off = v->cfg.probe_size;
 		break;
 	default:
 		return 0;	/* unknown type: leave the buffer unwritten */
 	}
-	if (in_len < tail_off + sizeof(tail))
+	if (in_len < sizeof(tail))
 		return 0;	/* nowhere to put the answer */
 
-	if (out_len < size) {
+	/* The head's reserved bytes are ignored (virtio 1.3: MUST). */
+	if (in_len < tail_off + sizeof(tail)) {
+		/*
+		 * PROBE with less than probe_size bytes for properties: no
+		 * property, INVAL in the tail at the end of the buffer.
+		 */
+		tail_off = in_len - sizeof(tail);
+		status = VIRTIO_IOMMU_S_INVAL;
+	} else if (out_len < size) {
 		status = VIRTIO_IOMMU_S_INVAL;
 	} else if (copy_from_iter((u8 *)&req + sizeof(req.head),
 				  size - sizeof(req.head), &from) !=
 		   size - sizeof(req.head)) {
 		status = VIRTIO_IOMMU_S_IOERR;
-	} else if (!vhost_iommu_zero(req.head.reserved,
-				     sizeof(req.head.reserved))) {
-		status = VIRTIO_IOMMU_S_INVAL;
 	} else {
 		if (tail_off) {
 			props = kzalloc(tail_off, GFP_KERNEL_ACCOUNT);
@@ -642,9 +696,7 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 				 VIRTIO_IOMMU_S_UNSUPP;
 			break;
 		default:
-			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE) ?
-				 vhost_iommu_probe(v, &req.probe, props) :
-				 VIRTIO_IOMMU_S_UNSUPP;
+			status = vhost_iommu_probe(v, &req.probe, props);
 			break;
 		}
 		mutex_unlock(&v->lock);
@@ -653,7 +705,10 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 answer:
 	iov_iter_init(&to, ITER_DEST, vq->iov + out, in, in_len);
 	if (tail_off) {
-		/* Properties, zero past the last one, even on failure. */
+		/*
+		 * Properties, zero past the last one; only zeroes when the
+		 * request failed.
+		 */
 		if (props)
 			used = copy_to_iter(props, tail_off, &to);
 		else
@@ -1020,7 +1075,7 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 {
 	struct vhost_iommu_endpoint e;
 	struct vhost_iommu_ep *ep;
-	u32 i;
+	u32 i, j, msi = 0;
 	long ret;
 
 	if (copy_from_user(&e, argp, sizeof(e)))
@@ -1046,6 +1101,14 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 		    r->subtype > VHOST_IOMMU_RESV_MEM_T_MSI ||
 		    !vhost_iommu_zero(r->reserved, sizeof(r->reserved)))
 			goto err;
+		/* What the device SHOULD NOT present: two MSI windows... */
+		if (r->subtype == VHOST_IOMMU_RESV_MEM_T_MSI && msi++)
+			goto err;
+		/* ...and regions that overlap */
+		for (j = 0; j < i; j++)
+			if (ep->resv[j].start <= r->end &&
+			    r->start <= ep->resv[j].end)
+				goto err;
 	}
 
 	mutex_lock(&v->lock);

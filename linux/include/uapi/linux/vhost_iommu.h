@@ -99,7 +99,12 @@ struct vhost_iommu_resv_region {
  * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
  * @reserved: zero
  * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
- *            reported to the guest by PROBE as RESV_MEM properties
+ *            reported to the guest by PROBE as RESV_MEM properties; at
+ *            most one of subtype MSI, and none overlapping another
+ *            (EINVAL: virtio 1.3 says the device SHOULD NOT present
+ *            either).  MAP answers INVAL for a range that meets a region
+ *            of an endpoint in its domain, and ATTACH for a domain that
+ *            maps into one of the endpoint's regions
  * @reserved2: zero
  */
 struct vhost_iommu_endpoint {

@@ -472,31 +472,39 @@ TEST_F(viommu, detach_ok_domain_disappears)
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 1, PG, 2 * PG - 1, 0, RW));
 }
 
+/* The domain does not exist, or is not the endpoint's: the spec's INVAL */
 TEST_F(viommu, detach_not_attached_inval)
 {
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 	EXPECT_EQ(OK, attach(self, 2, 2, 0));
 	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, detach(self, 1, 3));
 	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, detach(self, 1, 2));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, detach(self, 7, 1));
 }
 
 TEST_F(viommu, detach_unknown_noent)
 {
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, detach(self, 1, 999));
-	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, detach(self, 7, 1));
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, detach(self, 7, 999));
 }
 
-TEST_F(viommu, detach_reserved_inval)
+/* virtio 1.3: the device MUST ignore DETACH's reserved */
+TEST_F(viommu, detach_reserved_ignored)
 {
 	struct virtio_iommu_req_detach r = {
 		.head.type = VIRTIO_IOMMU_T_DETACH, .domain = 1, .endpoint = 1,
 	};
 
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_EQ(OK, map(self, 1, 0, PG - 1, GPA_BASE, RW));
+	EXPECT_TRUE(mapped(self, 1, 0));
+	r.reserved[0] = 1;
 	r.reserved[7] = 0x80;
-	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
-		  req_status(self->mem, &self->rq, &r, sizeof(r)));
+	EXPECT_EQ(OK, req_status(self->mem, &self->rq, &r, sizeof(r)));
+	/* It was served: detached, and the domain went with it */
+	EXPECT_FALSE(mapped(self, 1, 0));
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 1, PG, 2 * PG - 1, 0, RW));
 }
 
 /* MAP */
@@ -593,6 +601,69 @@ TEST_F(viommu, map_unknown_flags_inval)
 TEST_F(viommu, map_unknown_domain_noent)
 {
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 3, 0, PG - 1, 0, RW));
+}
+
+/*
+ * The device SHOULD reject a MAP that overlaps a RESV_MEM region: here
+ * endpoint 1's MSI window, 0xfee00000-0xfeefffff, in any domain endpoint 1
+ * is attached to.  The spec names no status; the device says INVAL, as for
+ * an overlap with a mapping.
+ */
+#define MSI_LO	0xfee00000ULL
+#define MSI_HI	0xfeefffffULL
+
+TEST_F(viommu, map_resv_mem_inval)
+{
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_EQ(OK, attach(self, 1, 2, 0));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_LO, MSI_LO + PG - 1, GPA_BASE, RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_HI + 1 - PG, MSI_HI, GPA_BASE, RW));
+	/* Straddling either end, or covering it all */
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_LO - PG, MSI_LO + PG - 1, GPA_BASE, RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_HI + 1 - PG, MSI_HI + PG, GPA_BASE, RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, 0, (1ULL << 32) - 1, 0, RW));
+	/* A mapping without access is still a mapping */
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_LO, MSI_LO + PG - 1, GPA_BASE, 0));
+	EXPECT_FALSE(mapped(self, 1, MSI_LO));
+	EXPECT_FALSE(mapped(self, 2, MSI_LO));
+	/* Right next to it is fine */
+	EXPECT_EQ(OK, map(self, 1, MSI_LO - PG, MSI_LO - 1, GPA_BASE, RW));
+	EXPECT_EQ(OK, map(self, 1, MSI_HI + 1, MSI_HI + PG, GPA_BASE, RW));
+	/* A domain without endpoint 1 may map there */
+	EXPECT_EQ(OK, attach(self, 2, 3, 0));
+	EXPECT_EQ(OK, map(self, 2, MSI_LO, MSI_LO + PG - 1, GPA_BASE, RW));
+	EXPECT_TRUE(mapped(self, 3, MSI_LO));
+	/* Once endpoint 1 has left domain 1, domain 1 may too */
+	EXPECT_EQ(OK, detach(self, 1, 1));
+	EXPECT_EQ(OK, map(self, 1, MSI_LO, MSI_LO + PG - 1, GPA_BASE, RW));
+	EXPECT_TRUE(mapped(self, 2, MSI_LO));
+}
+
+/*
+ * The other way round: endpoint 1 may not join a domain that maps into its
+ * MSI window (INVAL, and it stays where it was), else the domain would hold
+ * a mapping MAP refuses.
+ */
+TEST_F(viommu, attach_resv_mem_mapped_inval)
+{
+	EXPECT_EQ(OK, attach(self, 1, 2, 0));
+	EXPECT_EQ(OK, map(self, 1, MSI_LO + PG, MSI_LO + 2 * PG - 1,
+			  GPA_BASE, RW));
+	EXPECT_EQ(OK, attach(self, 2, 1, 0));
+	EXPECT_EQ(OK, map(self, 2, 0, PG - 1, GPA_BASE, RW));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, attach(self, 1, 1, 0));
+	EXPECT_TRUE(mapped(self, 1, 0));	/* still in domain 2 */
+	EXPECT_EQ(OK, unmap(self, 1, MSI_LO, MSI_HI));
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_FALSE(mapped(self, 1, 0));
+	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
+		  map(self, 1, MSI_LO, MSI_LO + PG - 1, GPA_BASE, RW));
 }
 
 TEST_F(viommu, map_limit_nomem)
@@ -820,11 +891,83 @@ TEST_F(viommu, probe_bad_input)
 	struct answer a;
 
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, probe(self, 77, 0).status);
-	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, probe(self, 1, 1).status);
-	/* Too little room for properties and tail: used length 0 */
-	a = do_req(self->mem, &self->rq, &r, sizeof(r), PROBE_SIZE, 0);
+	/* No room even for the tail: used length 0 */
+	a = do_req(self->mem, &self->rq, &r, sizeof(r), 3, 0);
 	EXPECT_TRUE(a.done);
 	EXPECT_EQ(0, a.len);
+}
+
+/* virtio 1.3: the device MUST ignore PROBE's reserved */
+TEST_F(viommu, probe_reserved_ignored)
+{
+	uint8_t *props = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct virtio_iommu_probe_resv_mem *p = (void *)props;
+	struct answer a = probe(self, 1, 1);
+
+	ASSERT_TRUE(a.done);
+	EXPECT_EQ(PROBE_SIZE + 4, a.len);
+	EXPECT_EQ(OK, a.status);
+	EXPECT_EQ(VIRTIO_IOMMU_PROBE_T_RESV_MEM, p->head.type);
+	EXPECT_EQ(MSI_LO, p->start);
+	EXPECT_EQ(MSI_HI, p->end);
+}
+
+/*
+ * A properties buffer smaller than probe_size: the device SHOULD NOT write
+ * any property and SHOULD answer INVAL; the tail is at the end of the
+ * buffer, and the bytes before it are zero.
+ */
+TEST_F(viommu, probe_small_buffer_inval)
+{
+	uint8_t *resp = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct virtio_iommu_req_probe r = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 1,
+	};
+	static const uint32_t sizes[] = { 4, 8, 28, PROBE_SIZE, PROBE_SIZE + 3 };
+	unsigned int i, k;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct answer a = do_req(self->mem, &self->rq, &r, sizeof(r),
+					 sizes[i], sizes[i] - 4);
+
+		ASSERT_TRUE(a.done);
+		EXPECT_EQ(sizes[i], a.len);
+		EXPECT_EQ(VIRTIO_IOMMU_S_INVAL, a.status);
+		for (k = 0; k < sizes[i] - 4; k++)
+			ASSERT_EQ(0, resp[k]);
+		EXPECT_EQ(0, resp[sizes[i] - 3] | resp[sizes[i] - 2] |
+			     resp[sizes[i] - 1]);
+	}
+	/* probe_size exactly, or more: the tail right after the properties */
+	EXPECT_EQ(OK, probe(self, 1, 0).status);
+	EXPECT_EQ(OK, do_req(self->mem, &self->rq, &r, sizeof(r),
+			     PROBE_SIZE + 64, PROBE_SIZE).status);
+}
+
+/*
+ * PROBE not negotiated: a request type the guest may not use, answered as
+ * an unknown one (a device that does not offer PROBE SHOULD NOT write the
+ * buffer and SHOULD set the used length to 0).
+ */
+TEST_F(viommu, probe_not_negotiated_used_len_0)
+{
+	uint8_t *resp = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	uint32_t zero = 0, one = 1;
+	uint64_t f;
+	struct answer a;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	a = probe(self, 1, 0);
+	EXPECT_TRUE(a.done);
+	EXPECT_EQ(0, a.len);
+	EXPECT_EQ(0xff, resp[0]);
+	EXPECT_EQ(0xff, resp[PROBE_SIZE]);
+	/* The rest still works */
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 }
 
 /* Framing and malformed chains */
@@ -849,15 +992,44 @@ TEST_F(viommu, unknown_type_used_len_0)
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 }
 
-TEST_F(viommu, head_reserved_inval)
+/* virtio 1.3: the device MUST ignore the head's reserved, in every request */
+TEST_F(viommu, head_reserved_ignored)
 {
-	struct virtio_iommu_req_attach r = {
+	struct virtio_iommu_req_attach at = {
 		.head.type = VIRTIO_IOMMU_T_ATTACH, .domain = 1, .endpoint = 1,
 	};
+	struct virtio_iommu_req_map mp = {
+		.head.type = VIRTIO_IOMMU_T_MAP, .domain = 1,
+		.virt_start = 0, .virt_end = PG - 1, .phys_start = GPA_BASE,
+		.flags = RW,
+	};
+	struct virtio_iommu_req_unmap um = {
+		.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
+		.virt_start = 0, .virt_end = PG - 1,
+	};
+	struct virtio_iommu_req_detach dt = {
+		.head.type = VIRTIO_IOMMU_T_DETACH, .domain = 1, .endpoint = 1,
+	};
+	struct virtio_iommu_req_probe pr = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 1,
+	};
+	struct answer a;
 
-	r.head.reserved[1] = 1;
-	EXPECT_EQ(VIRTIO_IOMMU_S_INVAL,
-		  req_status(self->mem, &self->rq, &r, sizeof(r)));
+	at.head.reserved[1] = 1;
+	mp.head.reserved[0] = 0xff;
+	um.head.reserved[2] = 0x80;
+	dt.head.reserved[0] = 1;
+	pr.head.reserved[2] = 7;
+	EXPECT_EQ(OK, req_status(self->mem, &self->rq, &at, sizeof(at)));
+	EXPECT_EQ(OK, req_status(self->mem, &self->rq, &mp, sizeof(mp)));
+	EXPECT_TRUE(mapped(self, 1, 0));
+	EXPECT_EQ(OK, req_status(self->mem, &self->rq, &um, sizeof(um)));
+	EXPECT_FALSE(mapped(self, 1, 0));
+	a = do_req(self->mem, &self->rq, &pr, sizeof(pr), PROBE_SIZE + 4,
+		   PROBE_SIZE);
+	EXPECT_EQ(OK, a.status);
+	EXPECT_EQ(OK, req_status(self->mem, &self->rq, &dt, sizeof(dt)));
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 1, 0, PG - 1, 0, RW));
 }
 
 TEST_F(viommu, short_request_inval)
@@ -1057,6 +1229,7 @@ TEST_F(viommu, config_bypass_while_running)
 
 TEST_F(viommu, stop_resets_device)
 {
+	struct vhost_iommu_config c = self->cfg;
 	uint32_t zero = 0, one = 1;
 
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
@@ -1066,6 +1239,13 @@ TEST_F(viommu, stop_resets_device)
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 1, 0, PG - 1, 0, RW));
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* bypass SHOULD NOT change on device reset */
+	c.bypass = 1;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &c));
+	EXPECT_EQ(1, c.bypass);
 }
 
 TEST_F(viommu, del_endpoint_detaches)
@@ -1089,7 +1269,12 @@ TEST_F(viommu, endpoint_ioctl_errors)
 	struct vhost_iommu_resv_region many[VHOST_IOMMU_MAX_RESV + 1] = { 0 };
 	struct vhost_iommu_resv_region bad = { .start = 2, .end = 1 };
 	struct vhost_iommu_endpoint ep = { .id = 50 };
+	unsigned int i;
 
+	for (i = 0; i < ARRAY_SIZE(many); i++) {
+		many[i].start = i * PG;
+		many[i].end = i * PG + PG - 1;
+	}
 	EXPECT_EQ(-1, add_ep(self->fd, 1, NULL, 0));
 	EXPECT_EQ(EEXIST, errno);
 	EXPECT_EQ(-1, add_ep(self->fd, 50, many, VHOST_IOMMU_MAX_RESV + 1));
@@ -1114,6 +1299,52 @@ TEST_F(viommu, endpoint_ioctl_errors)
 	EXPECT_EQ(EINVAL, errno);
 	/* Still healthy */
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+}
+
+/*
+ * The device SHOULD NOT present more than one MSI region per endpoint, nor
+ * RESV_MEM regions that overlap: ADD_ENDPOINT refuses them (EINVAL).
+ */
+TEST_F(viommu, endpoint_resv_overlap_einval)
+{
+	struct vhost_iommu_resv_region r[3] = {
+		{ .start = 0x1000, .end = 0x1fff },
+		{ .start = 0x1fff, .end = 0x2fff },
+		msi_region,
+	};
+	struct virtio_iommu_probe_resv_mem *p =
+		gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct answer a;
+	int i;
+
+	EXPECT_EQ(-1, add_ep(self->fd, 50, r, 2));	/* one byte shared */
+	EXPECT_EQ(EINVAL, errno);
+	r[1] = (struct vhost_iommu_resv_region){ .start = 0, .end = ~0ULL };
+	EXPECT_EQ(-1, add_ep(self->fd, 50, r, 2));	/* one inside another */
+	EXPECT_EQ(EINVAL, errno);
+	r[1] = msi_region;
+	EXPECT_EQ(-1, add_ep(self->fd, 50, r, 3));	/* the same twice */
+	EXPECT_EQ(EINVAL, errno);
+	r[1].start = 0x10000000;			/* two MSI windows */
+	r[1].end = 0x100fffff;
+	EXPECT_EQ(-1, add_ep(self->fd, 50, r, 3));
+	EXPECT_EQ(EINVAL, errno);
+	/* Adjacent is fine, and so is one MSI window with other regions */
+	r[1] = (struct vhost_iommu_resv_region){ .start = 0x2000, .end = 0x2fff };
+	EXPECT_EQ(0, add_ep(self->fd, 50, r, 3));
+	/* PROBE lays them out back to back: each length + 4 after the last */
+	a = probe(self, 50, 0);
+	EXPECT_EQ(OK, a.status);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(VIRTIO_IOMMU_PROBE_T_RESV_MEM, p[i].head.type);
+		EXPECT_EQ(sizeof(p[i]) - 4, p[i].head.length);
+		EXPECT_EQ(r[i].subtype, p[i].subtype);
+		EXPECT_EQ(0, p[i].reserved[0] | p[i].reserved[1] |
+			     p[i].reserved[2]);
+		EXPECT_EQ(r[i].start, p[i].start);
+		EXPECT_EQ(r[i].end, p[i].end);
+	}
+	EXPECT_EQ(0, p[3].head.type);
 }
 
 TEST_F(viommu, running_refuses_setup_calls)
@@ -1341,11 +1572,42 @@ static int m_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
+/* Endpoint 1, when present, has the MSI window as its reserved region */
+static int m_resv_meets(uint32_t ep, uint64_t s, uint64_t e)
+{
+	return ep == 1 && s <= MSI_HI && MSI_LO <= e;
+}
+
+/* Does [@s, @e] meet a reserved region of an endpoint in domain @d? */
+static int m_dom_resv_meets(struct model *m, int d, uint64_t s, uint64_t e)
+{
+	uint32_t ep;
+
+	for (ep = 1; ep <= NR_EPS; ep++)
+		if (m->ep_present[ep] && m->ep_dom[ep] == d &&
+		    m_resv_meets(ep, s, e))
+			return 1;
+	return 0;
+}
+
+/* Does domain @d map into a reserved region of endpoint @ep? */
+static int m_resv_mapped(struct model *m, int d, uint32_t ep)
+{
+	int i;
+
+	for (i = 0; i < m->doms[d].nr_maps; i++)
+		if (m_resv_meets(ep, m->doms[d].maps[i].start,
+				 m->doms[d].maps[i].end))
+			return 1;
+	return 0;
+}
+
 #define S(x)	(1u << VIRTIO_IOMMU_S_##x)
 
 /*
  * The statuses allowed for a request, given the model and @errs, the rules
- * it broke already (the head's reserved bytes); applied to the model on OK.
+ * it broke already (none today: the head's reserved bytes are ignored);
+ * applied to the model on OK.
  */
 static uint32_t m_attach(struct model *m, const struct virtio_iommu_req_attach *r,
 			 uint32_t errs)
@@ -1363,6 +1625,10 @@ static uint32_t m_attach(struct model *m, const struct virtio_iommu_req_attach *
 	d = m_find(m, r->domain);
 	if (d >= 0 && m->doms[d].bypass != bypass)
 		errs |= S(INVAL);	/* a domain is bypass or not, for good */
+	/* A domain that maps into the endpoint's reserved regions */
+	if (d >= 0 && m_ep_ok(m, r->endpoint) && m->ep_dom[r->endpoint] != d &&
+	    m_resv_mapped(m, d, r->endpoint))
+		errs |= S(INVAL);
 	if (d < 0 && m->nr_doms >= MAX_DOMAINS)
 		errs |= S(NOMEM);
 	if (errs)
@@ -1387,11 +1653,10 @@ static uint32_t m_detach_req(struct model *m,
 {
 	int d = m_find(m, r->domain);
 
-	if (!m_zero(r->reserved, sizeof(r->reserved)))
-		errs |= S(INVAL);
-	if (!m_ep_ok(m, r->endpoint) || d < 0)
+	/* reserved is ignored */
+	if (!m_ep_ok(m, r->endpoint))
 		errs |= S(NOENT);
-	else if (m->ep_dom[r->endpoint] != d)
+	else if (d < 0 || m->ep_dom[r->endpoint] != d)
 		errs |= S(INVAL);
 	if (errs)
 		return errs;
@@ -1422,6 +1687,8 @@ static uint32_t m_map_req(struct model *m, const struct virtio_iommu_req_map *r,
 	if (e >= s && (p + (e - s) < p || (p + (e - s)) >> 52))
 		errs |= S(RANGE);
 	if (d >= 0 && m_overlaps(&m->doms[d], s, e))
+		errs |= S(INVAL);
+	if (d >= 0 && m_dom_resv_meets(m, d, s, e))
 		errs |= S(INVAL);
 	if (m->nr_maps >= MAX_MAPPINGS)
 		errs |= S(NOMEM);
@@ -1476,8 +1743,7 @@ static uint32_t m_probe_req(struct model *m,
 			    const struct virtio_iommu_req_probe *r,
 			    uint32_t errs)
 {
-	if (!m_zero(r->reserved, sizeof(r->reserved)))
-		errs |= S(INVAL);
+	/* reserved is ignored */
 	if (!m_ep_ok(m, r->endpoint))
 		errs |= S(NOENT);
 	return errs ? errs : S(OK);
@@ -1603,8 +1869,11 @@ static uint64_t r_iova(void)
 {
 	if (pm(960))
 		return rnd_below(72) * PG;
-	if (pm(700))
+	if (pm(500))
 		return (1ULL << 48) - (1 + rnd_below(8)) * PG;
+	if (pm(600))	/* around endpoint 1's MSI window */
+		return (pm(500) ? MSI_LO : MSI_HI + 1) - 8 * PG +
+		       rnd_below(16) * PG;
 	return rnd() & ~(PG - 1);
 }
 
@@ -1638,10 +1907,9 @@ static void r_make(struct model *m, struct rreq *r)
 		t = 400;
 
 	memset(r, 0, sizeof(*r));
-	if (pm(10)) {
+	/* The head's reserved bytes: ignored, whatever they hold */
+	if (pm(10))
 		r_reserved(r->head.reserved, sizeof(r->head.reserved));
-		errs = S(INVAL);
-	}
 	r->in_len = 4;
 	if (t < 180) {
 		struct virtio_iommu_req_attach *a = &r->attach;
@@ -1741,6 +2009,12 @@ static void r_make(struct model *m, struct rreq *r)
 		r->tail_off = PROBE_SIZE;	/* the tail, past the properties */
 		r->in_len = PROBE_SIZE + 4;
 		r->want = m_probe_req(m, p, errs);
+		if (pm(50)) {
+			/* Properties smaller than probe_size: INVAL at the end */
+			r->in_len = 4 + rnd_below(PROBE_SIZE);
+			r->tail_off = r->in_len - 4;
+			r->want = S(INVAL);
+		}
 	} else {
 		/* Framing: an unknown type, or buffers too short */
 		static const uint8_t types[] = {
@@ -1883,6 +2157,11 @@ static const char *check_answer(void *mem, const struct rreq *r, unsigned int i,
 		want_props(r->probe.endpoint, props);
 		if (memcmp(props, resp, PROBE_SIZE))
 			return "PROBE properties differ";
+	} else if (r->head.type == VIRTIO_IOMMU_T_PROBE) {
+		/* A failed PROBE writes no property: zeroes up to the tail */
+		for (k = 0; k < r->tail_off; k++)
+			if (resp[k])
+				return "property written by a failed PROBE";
 	}
 	return "";
 }
@@ -2196,8 +2475,11 @@ TEST_F_TIMEOUT(viommu, guest_rewrites_requests, 600)
 				used0++;
 				continue;
 			}
-			/* The answer of a request of one of the known sizes */
-			if (e.len != 4 && e.len != PROBE_SIZE + 4) {
+			/*
+			 * The answer of a request of one of the known sizes,
+			 * or of a PROBE with a short properties buffer
+			 */
+			if (e.len < 4 || e.len > PROBE_SIZE + 4) {
 				TH_LOG("used length %u", e.len);
 				ASSERT_TRUE(0);
 			}
