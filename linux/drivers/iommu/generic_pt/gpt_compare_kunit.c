@@ -35,6 +35,8 @@
 #define GPT_CMP_ARM	IS_ENABLED(CONFIG_IOMMU_IO_PGTABLE_LPAE)
 #define GPT_CMP_AMD	IS_BUILTIN(CONFIG_AMD_IOMMU)
 
+#define GPT_CMP_RW	(IOMMU_READ | IOMMU_WRITE)
+
 #if GPT_CMP_AMD
 #include "../amd/amd_iommu_types.h"
 #endif
@@ -480,8 +482,6 @@ static void gpt_cmp_finish(struct gpt_cmp *x)
 #endif /* GPT_CMP_ARM || GPT_CMP_AMD */
 
 #if GPT_CMP_ARM
-
-#define GPT_CMP_RW	(IOMMU_READ | IOMMU_WRITE)
 
 #define ARM(n, f, g, i, o, fl, q)					\
 	{ .name = n, .fmt = f, .granule = g, .ias = i, .oas = o,	\
