@@ -598,10 +598,24 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		ret = viommu_domain_finalise(vdev, vdomain);
 	else if (vdomain->viommu != viommu)
 		ret = -EINVAL;
+	mutex_unlock(&vdomain->mutex);
 	if (ret)
-		goto out_unlock;
+		return ret;
 
-	/* The device detaches the endpoint from its old domain itself. */
+	/*
+	 * The device detaches the endpoint from its old domain itself, and
+	 * forgets that domain when the endpoint was its last: count the
+	 * endpoint out of it first, as a detach does, so that no map or
+	 * unmap racing this attach sends a request to a domain that is gone.
+	 * (The two mutexes are never held together: no lock order to keep.)
+	 */
+	if (old) {
+		mutex_lock(&old->mutex);
+		viommu_set_endpoints(old, old->nr_endpoints - 1);
+		mutex_unlock(&old->mutex);
+	}
+
+	mutex_lock(&vdomain->mutex);
 	for (i = 0; i < fwspec->num_ids; i++) {
 		viommu_encode_attach(&req.attach, vdomain->id, fwspec->ids[i],
 				     vdomain->bypass ?
@@ -636,17 +650,7 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		}
 	}
 	mutex_unlock(&vdomain->mutex);
-
-	if (old) {
-		mutex_lock(&old->mutex);
-		viommu_set_endpoints(old, old->nr_endpoints - 1);
-		mutex_unlock(&old->mutex);
-	}
 	viommu_set_ep_domain(vdev, ret ? NULL : vdomain);
-	return ret;
-
-out_unlock:
-	mutex_unlock(&vdomain->mutex);
 	return ret;
 }
 
@@ -678,6 +682,7 @@ static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	size_t size = pgsize * pgcount;
 	u64 last = (u64)iova + size - 1;
+	unsigned long flags;
 	int ret;
 
 	if (vdomain->bypass)
@@ -685,10 +690,10 @@ static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 	if (viommu_prot_flags(prot) & ~vdomain->map_flags)
 		return -EOPNOTSUPP;
 
-	read_lock(&vdomain->replay_lock);
+	read_lock_irqsave(&vdomain->replay_lock, flags);
 	ret = viommu_map_locked(vdomain, iova, last, paddr, prot,
 				(gfp & ~__GFP_DIRECT_RECLAIM) | __GFP_NOWARN);
-	read_unlock(&vdomain->replay_lock);
+	read_unlock_irqrestore(&vdomain->replay_lock, flags);
 	/*
 	 * A new table page wanted reclaim: sleep for it under the mutex,
 	 * which keeps a replay out too.
@@ -710,11 +715,12 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	u64 last = (u64)iova + pgsize * pgcount - 1;
+	unsigned long flags;
 	size_t removed = 0;
 	u64 end;
 	int ret;
 
-	read_lock(&vdomain->replay_lock);
+	read_lock_irqsave(&vdomain->replay_lock, flags);
 	if (!viommu_maps_extent(&vdomain->maps, iova, last, &end))
 		goto out_unlock;
 	/*
@@ -735,7 +741,7 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 	removed = viommu_maps_remove(&vdomain->maps, iova, end);
 	viommu_count_unmap(vdomain, removed);
 out_unlock:
-	read_unlock(&vdomain->replay_lock);
+	read_unlock_irqrestore(&vdomain->replay_lock, flags);
 	return removed;
 }
 

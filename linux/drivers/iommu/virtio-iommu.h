@@ -155,7 +155,9 @@ struct viommu_domain {
 	/*
 	 * Keeps a replay of the MAPs out of their table while map_pages() and
 	 * unmap_pages() change it and send what they changed: they read it,
-	 * the replay writes it. nr_endpoints changes under both.
+	 * the replay writes it, all with interrupts off (a reader may run in
+	 * an interrupt, and a waiting writer holds back new readers).
+	 * nr_endpoints changes under both it and the mutex.
 	 */
 	rwlock_t			replay_lock;
 	unsigned int			id;
