@@ -193,11 +193,12 @@ def run_scenario(name: str | Scenario) -> Result:
 
 
 def kernel_append(sc: Scenario) -> str:
-    """The scenario's command line; a kernel with KUnit suites built in runs
-    them only where the scenario has the kunit step to report them."""
+    """The scenario's command line; a kernel with KUnit suites built in
+    (configs/kunit.config, off by default) runs them only where the
+    scenario has the kunit step to report them."""
     append = sc.append
-    if "kunit.config" in TARGETS[sc.kernel].fragments and "kunit" not in sc.steps:
-        append = f"{append} kunit.enable=0".strip()
+    if "kunit.config" in TARGETS[sc.kernel].fragments and "kunit" in sc.steps:
+        append = f"{append} kunit.enable=1".strip()
     return append
 
 
