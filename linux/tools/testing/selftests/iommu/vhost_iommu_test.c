@@ -747,6 +747,50 @@ TEST_F(viommu, map_table_budget_nomem)
 }
 
 /*
+ * The budget bounds what the guest holds, not what it once held: UNMAP
+ * gives back the tables it leaves empty.  One-page MAP+UNMAP pairs, each in
+ * a 2 MiB, 1 GiB or 512 GiB region of its own (a leaf table, and the tables
+ * above it, for each), many times the budget over; then a new domain and
+ * MAPs that need most of the budget at once still fit.
+ */
+TEST_F(viommu, table_budget_freed_by_unmap)
+{
+	struct vhost_iommu_config c = self->cfg;
+	uint64_t iova;
+	int i;
+
+	c.max_table_pages = 16;
+	reconfigure(_metadata, self, &c);
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	for (i = 0; i < 600; i++) {
+		iova = ((uint64_t)(i % 3) << 39) + ((uint64_t)(i % 101) << 30) +
+		       ((uint64_t)i << 21);
+		iova &= (1ULL << 47) - 1;
+		ASSERT_EQ(OK, map(self, 1, iova, iova + PG - 1, 0, RW))
+			TH_LOG("pair %d: MAP at 0x%llx", i,
+			       (unsigned long long)iova);
+		ASSERT_EQ(OK, unmap(self, 1, iova, iova + PG - 1));
+	}
+	/* A MAP undone midway gives its tables back too */
+	EXPECT_EQ(VIRTIO_IOMMU_S_NOMEM, map(self, 1, 1ULL << 30,
+					    (1ULL << 30) + (64ULL << 20) - 1,
+					    PG, RW));
+	/* Ranges unmapped at once, and a range's edges */
+	EXPECT_EQ(OK, map(self, 1, (3ULL << 30) - PG, (3ULL << 30) + PG - 1,
+			  0, RW));
+	EXPECT_EQ(OK, unmap(self, 1, 0, 1ULL << 40));
+	/* What is left: the tops, ten tables at most */
+	EXPECT_EQ(OK, attach(self, 2, 2, 0));
+	for (i = 0; i < 4; i++) {
+		iova = (1ULL << 39) + ((uint64_t)i << 21);
+		EXPECT_EQ(OK, map(self, 1, iova, iova + PG - 1, 0, RW));
+	}
+	EXPECT_EQ(OK, map(self, 2, 1ULL << 30, (1ULL << 30) + PG - 1, 0, RW));
+	EXPECT_TRUE(mapped(self, 1, (1ULL << 39) + (3ULL << 21)));
+	EXPECT_TRUE(mapped(self, 2, 1ULL << 30));
+}
+
+/*
  * UNMAP, the spec's examples with 4 KiB pages standing for its units:
  * (a) map(0,9) unmap(0,9): removed
  * (b) map(0,4) map(5,9) unmap(0,9): both removed
@@ -3395,6 +3439,10 @@ TEST_F(viommu, vhost_net_binding_lifetime)
 	ASSERT_EQ(0, ioctl(net, VHOST_RESET_OWNER));
 	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
 	bind.endpoint = 6;
+	/* The reset forgot the features: no IOTLB, nothing to bind */
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
 	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
 	bind.reserved[1] = 1;
 	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
@@ -3413,6 +3461,337 @@ TEST_F(viommu, vhost_net_binding_lifetime)
 	bind.fd = self->fd;
 	EXPECT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
 	close(net);
+}
+
+/*
+ * Only a device that translates through an IOTLB is bound: vhost-net
+ * without VIRTIO_F_ACCESS_PLATFORM has nothing to ask, and a vhost-iommu
+ * never is one (two bound to each other would deadlock, each serving a
+ * request with the other's queues locked).
+ */
+TEST_F(viommu, set_iommu_refuses_devices)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = 6 };
+	uint64_t feat = 1ULL << VIRTIO_F_VERSION_1;
+	int net, other;
+
+	/* Another vhost-iommu, the VMM of a second guest */
+	other = open("/dev/vhost-iommu", O_RDWR);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, ioctl(other, VHOST_SET_OWNER));
+	ASSERT_EQ(0, add_ep(other, 6, NULL, 0));
+	EXPECT_EQ(-1, ioctl(other, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	bind.fd = other;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	/* Itself */
+	EXPECT_EQ(-1, ioctl(other, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	close(other);
+
+	net = open("/dev/vhost-net", O_RDWR);
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	bind.fd = self->fd;
+	/* No features yet, then no ACCESS_PLATFORM */
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
+	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
+	EXPECT_EQ(EINVAL, errno);
+	feat |= 1ULL << VIRTIO_F_ACCESS_PLATFORM;
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
+	EXPECT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
+	close(net);
+}
+
+/*
+ * DEL_ENDPOINT racing VHOST_SET_IOMMU on the same endpoint: whichever
+ * wins, once both returned the endpoint is gone and the device is bound to
+ * nothing, so it binds to another endpoint at once.  A second thread
+ * removes the endpoint while this one binds it, round after round.
+ */
+struct del_racer {
+	int fd;
+	int round;		/* __atomic: the round to run, -1 to stop */
+	int done;		/* __atomic: the last round run */
+	int ret;
+};
+
+static void *del_race_loop(void *arg)
+{
+	struct del_racer *r = arg;
+	uint32_t id = 6;
+	int round, last = 0, k;
+
+	for (;;) {
+		round = __atomic_load_n(&r->round, __ATOMIC_ACQUIRE);
+		if (round < 0)
+			break;
+		if (round == last)
+			continue;
+		/* A different head start each round: some land in any window */
+		for (k = (round * 37) % 4096; k > 0; k--)
+			__asm__ volatile("" ::: "memory");
+		r->ret = ioctl(r->fd, VHOST_IOMMU_DEL_ENDPOINT, &id);
+		last = round;
+		__atomic_store_n(&r->done, round, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(viommu, del_endpoint_races_set_iommu, 300)
+{
+	unsigned long rounds = count_from_env("VHOST_IOMMU_DEL_RACE", 4000);
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = 6 };
+	uint64_t feat = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	struct del_racer r = { .fd = self->fd };
+	unsigned long round, bound = 0;
+	uint32_t id = 7;
+	pthread_t thread;
+	int net, ret;
+
+	net = open("/dev/vhost-net", O_RDWR);
+	if (net < 0 && errno == ENOENT)
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_LE(0, net);
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &feat));
+	ASSERT_EQ(0, pthread_create(&thread, NULL, del_race_loop, &r));
+	for (round = 1; round <= rounds; round++) {
+		bind.endpoint = 6;
+		__atomic_store_n(&r.round, (int)round, __ATOMIC_RELEASE);
+		ret = ioctl(net, VHOST_SET_IOMMU, &bind);
+		if (!ret)
+			bound++;
+		else if (errno != ENOENT)
+			break;
+		while (__atomic_load_n(&r.done, __ATOMIC_ACQUIRE) != (int)round)
+			;
+		if (r.ret)
+			break;
+		/* The endpoint went, any binding to it with it */
+		bind.endpoint = 7;
+		ret = ioctl(net, VHOST_SET_IOMMU, &bind);
+		if (ret)
+			break;
+		if (ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &id) ||
+		    add_ep(self->fd, 7, NULL, 0) || add_ep(self->fd, 6, NULL, 0))
+			break;
+	}
+	__atomic_store_n(&r.round, -1, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	TH_LOG("%lu rounds, bound before the endpoint went in %lu", round - 1,
+	       bound);
+	EXPECT_EQ(rounds + 1, round)
+		TH_LOG("round %lu: bind %d (%s), DEL_ENDPOINT %d", round, ret,
+		       ret ? strerror(errno) : "ok", r.ret);
+	close(net);
+}
+
+/*
+ * vhost-net bound to endpoint NET_EP of domain 7, its TX ring mapped and
+ * started (retried until the IOMMU filled the IOTLB for the used ring), as
+ * in vhost_net_translates.  Returns the vhost-net fd, or -1.
+ */
+struct net_dev {
+	int fd, kick, call;
+	struct tap tap;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+};
+
+static int net_up(struct __test_metadata *_metadata,
+		  struct _test_data_viommu *self, struct net_dev *n)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
+	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
+	struct vhost_vring_state num = { .index = 1, .num = QSZ };
+	struct vhost_vring_state base = { .index = 1, .num = 0 };
+	struct vhost_vring_addr addr = {
+		.index = 1,
+		.desc_user_addr = NET_IOVA_RING,
+		.avail_user_addr = NET_IOVA_RING + 0x1000,
+		.used_user_addr = NET_IOVA_RING + 0x2000,
+	};
+	struct vhost_vring_file kick = { .index = 1 }, call = { .index = 1 };
+	struct vhost_vring_file backend = { .index = 1 };
+	struct vhost_memory_region *r;
+	struct vhost_memory *m;
+	int i, ret;
+
+	n->tap = (struct tap){ -1, -1, -1 };
+	n->desc = (void *)ring;
+	n->avail = (void *)(ring + 0x1000);
+	n->used = (void *)(ring + 0x2000);
+	n->kick = eventfd(0, EFD_NONBLOCK);
+	n->call = eventfd(0, EFD_NONBLOCK);
+	n->fd = open("/dev/vhost-net", O_RDWR);
+	if (n->fd < 0 || n->kick < 0 || n->call < 0 || tap_open(&n->tap))
+		return -1;
+	if (attach(self, 7, NET_EP, 0) != OK ||
+	    map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
+		GPA_BASE + NET_OFF_RING, RW) != OK)
+		return -1;
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	if (!m)
+		return -1;
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)self->mem;
+	ret = ioctl(n->fd, VHOST_SET_OWNER) ||
+	      ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
+	      ioctl(n->fd, VHOST_SET_MEM_TABLE, m) ||
+	      ioctl(n->fd, VHOST_SET_IOMMU, &bind);
+	free(m);
+	if (ret)
+		return -1;
+	memset(ring, 0, 0x3000);
+	kick.fd = n->kick;
+	call.fd = n->call;
+	if (ioctl(n->fd, VHOST_SET_VRING_NUM, &num) ||
+	    ioctl(n->fd, VHOST_SET_VRING_BASE, &base) ||
+	    ioctl(n->fd, VHOST_SET_VRING_ADDR, &addr) ||
+	    ioctl(n->fd, VHOST_SET_VRING_KICK, &kick) ||
+	    ioctl(n->fd, VHOST_SET_VRING_CALL, &call))
+		return -1;
+	backend.fd = n->tap.fd;
+	for (i = 0; i < 100; i++) {
+		ret = ioctl(n->fd, VHOST_NET_SET_BACKEND, &backend);
+		if (!ret || errno != EFAULT)
+			break;
+		usleep(10000);
+	}
+	return ret;
+}
+
+static void net_down(struct net_dev *n)
+{
+	if (n->fd >= 0)
+		close(n->fd);
+	if (n->kick >= 0)
+		close(n->kick);
+	if (n->call >= 0)
+		close(n->call);
+	tap_close(&n->tap);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * IOTLB misses are not lost when more come than vhost-iommu keeps (16): a
+ * long MAP holds the device's lock, so nothing answers them meanwhile,
+ * while vhost-net misses again on every kick at a new IOVA (the guest
+ * rewrites the descriptor).  None of them is mapped: each answer is a
+ * fault.  The queue must not wait for another kick: the last IOVA it
+ * stopped on must be reported too.
+ */
+#define LOST_IOVA	0xa0000000ULL
+#define LOST_KICKS	24
+#define LOST_BIG	0x10000000000ULL
+
+TEST_F_TIMEOUT(viommu, vhost_net_misses_not_lost, 600)
+{
+	uint64_t size, last = LOST_IOVA + (LOST_KICKS - 1) * PG, one = 1;
+	struct virtio_iommu_req_map big = {
+		.head.type = VIRTIO_IOMMU_T_MAP, .domain = 8,
+		.virt_start = LOST_BIG, .flags = RW,
+		/* 4 KiB pages only: the slowest MAP there is */
+		.phys_start = PG,
+	};
+	struct vring_desc *d = self->rq.desc;
+	struct virtio_iommu_fault f;
+	struct net_dev n;
+	int i, busy, seen = 0, got_last = 0;
+	uint32_t len;
+	double t;
+
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_EQ(0, net_up(_metadata, self, &n));
+	ASSERT_EQ(OK, attach(self, 8, 4, 0));
+	/* A MAP that keeps the device busy for a second at least */
+	for (size = 1ULL << 30; ; size *= 2) {
+		t = now_s();
+		ASSERT_EQ(OK, map(self, 8, LOST_BIG, LOST_BIG + size - 1, PG, RW));
+		t = now_s() - t;
+		ASSERT_EQ(OK, unmap(self, 8, LOST_BIG, LOST_BIG + size - 1));
+		if (t >= 1 || size >= 8ULL << 30)
+			break;
+	}
+	TH_LOG("a MAP of %llu GiB in 4 KiB pages takes %.2f s",
+	       (unsigned long long)(size >> 30), t);
+	if (t < 0.6) {
+		net_down(&n);
+		SKIP(return, "MAP too fast to hold the device while we kick");
+	}
+	evt_post(&self->eq, self->mem, 0, 40, 32);
+	/*
+	 * One miss first, answered with a fault: the queue's rings are in
+	 * the IOTLB then, and each kick below misses at its buffer only.
+	 */
+	n.avail->ring[0] = 0;
+	n.desc[0] = (struct vring_desc){ LOST_IOVA - PG, 64, 0, 0 };
+	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, LOST_IOVA - PG);
+
+	/* The MAP, not waited for */
+	big.virt_end = LOST_BIG + size - 1;
+	memcpy(gpa_ptr(self->mem, GPA_BASE + OFF_REQ), &big, sizeof(big));
+	d[0] = (struct vring_desc){ GPA_BASE + OFF_REQ, sizeof(big) - 4,
+				    VRING_DESC_F_NEXT, 1 };
+	d[1] = (struct vring_desc){ GPA_BASE + OFF_RESP, 4, VRING_DESC_F_WRITE,
+				    0 };
+	self->rq.avail->ring[self->rq.avail_idx % self->rq.num] = 0;
+	ASSERT_EQ(0, vq_kick_n(&self->rq, 1));
+	usleep(50000);
+
+	/* The guest's packet, at a new unmapped IOVA for every kick */
+	for (i = 0; i < LOST_KICKS; i++) {
+		n.desc[0] = (struct vring_desc){ LOST_IOVA + i * PG, 64, 0, 0 };
+		ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+		usleep(t * 1e6 / (4 * LOST_KICKS));
+	}
+	busy = __atomic_load_n(&self->rq.used->idx, __ATOMIC_ACQUIRE) ==
+	       self->rq.used_idx;
+	for (i = 0; i < 120 && vq_wait_used(&self->rq, 1); i++)
+		;
+	ASSERT_EQ(0, vq_wait_used(&self->rq, 1));
+	self->rq.used_idx++;
+	EXPECT_EQ(OK, *(uint8_t *)gpa_ptr(self->mem, GPA_BASE + OFF_RESP));
+	if (!busy) {
+		net_down(&n);
+		SKIP(return, "the MAP was over before the kicks");
+	}
+
+	/* Every fault, the last IOVA's among them */
+	while (!got_last && !evt_next(&self->eq, self->mem, &f, &len)) {
+		seen++;
+		EXPECT_EQ(NET_EP, f.endpoint);
+		if (f.address == last)
+			got_last = 1;
+	}
+	TH_LOG("%d faults reported", seen);
+	EXPECT_TRUE(got_last);
+	EXPECT_EQ(0, n.used->idx);
+	net_down(&n);
 }
 
 /*
