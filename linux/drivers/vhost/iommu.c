@@ -87,7 +87,11 @@ struct vhost_iommu_ep {
 	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
 };
 
-/* Misses a bound device may have outstanding; it waits on each */
+/*
+ * Misses a bound device may have outstanding; it waits on each.  One past
+ * them is not kept, but the device's queues are retried once these are
+ * answered, and each misses again where it stopped.
+ */
 #define VHOST_IOMMU_MAX_MISSES	16
 
 /*
@@ -104,6 +108,7 @@ struct vhost_iommu_bound {
 	struct list_head all;			/* under vhost_iommu_bind_mutex */
 	struct work_struct work;
 	spinlock_t miss_lock;			/* protects the misses */
+	bool misses_lost;			/* retry the device's queues */
 	unsigned int nr_misses;
 	struct {
 		u64 iova;
@@ -114,7 +119,10 @@ struct vhost_iommu_bound {
 /*
  * Serialises binding and unbinding.  Lock order: a bound device's
  * vhost_dev.mutex, this, then vhost_iommu.lock, then the bound device's
- * virtqueue mutexes.
+ * virtqueue mutexes.  A vhost-iommu's own virtqueue mutexes come before
+ * its vhost_iommu.lock and have a lockdep class of their own, so that
+ * lockdep tells them from those of the devices it serves; a vhost-iommu is
+ * never bound itself (that would take the locks the other way round).
  */
 static DEFINE_MUTEX(vhost_iommu_bind_mutex);
 static LIST_HEAD(vhost_iommu_bindings);
@@ -151,8 +159,10 @@ struct vhost_iommu {
 	struct list_head bindings;		/* under @lock */
 };
 
-static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear);
-static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id);
+static struct lock_class_key vhost_iommu_vq_key;
+
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b);
+static void vhost_iommu_handle_req_kick(struct vhost_work *work);
 
 static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
 {
@@ -189,27 +199,75 @@ static void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
 		vhost_dev_iotlb_invalidate(ep->binding->dev, 0, U64_MAX);
 }
 
+static int vhost_iommu_any_leaf(const struct gpt_leaf *leaf, void *arg)
+{
+	return 1;
+}
+
+/* AMD v1: a leaf table spans 2 MiB, each level up 512 times more */
+#define VHOST_IOMMU_PT_LEAF_SHIFT	21
+#define VHOST_IOMMU_PT_LEVEL_BITS	9
+
+/*
+ * Free the tables around @iova that hold nothing any more.  gpt_unmap()
+ * only frees a table whose whole span it unmaps, so unmapping part of a
+ * table's span (one page, or the edges of a range) leaves the table in
+ * place even when nothing is left in it, and the budget would count it
+ * for as long as the domain lives.  Going up from the leaf table's span:
+ * while nothing is mapped in the span, unmapping the whole span frees its
+ * table; the first span that still maps something ends the walk.  Tables
+ * hold nothing empty once this ran after each UNMAP, so each check stops
+ * at its first entry in use.
+ */
+static void vhost_iommu_pt_prune(struct vhost_iommu_domain *dom, u64 iova,
+				 struct iommu_iotlb_gather *gather)
+{
+	unsigned int shift;
+	u64 span, first;
+
+	for (shift = VHOST_IOMMU_PT_LEAF_SHIFT; shift < 64;
+	     shift += VHOST_IOMMU_PT_LEVEL_BITS) {
+		span = 1ULL << shift;
+		first = iova & ~(span - 1);
+		if (gpt_walk(&dom->pt, first, span, vhost_iommu_any_leaf, NULL))
+			return;
+		gpt_unmap(&dom->pt, first, span, gather);
+	}
+}
+
+/*
+ * Unmap [@iova, @last] (@mapped bytes of it, counted from @iova, hold
+ * pages) and free every table it leaves empty; keep the budget's count.
+ */
+static void vhost_iommu_pt_unmap(struct vhost_iommu *v,
+				 struct vhost_iommu_domain *dom, u64 iova,
+				 u64 last, u64 mapped)
+{
+	long tables = atomic_long_read(&dom->pt.nr_tables);
+	struct iommu_iotlb_gather gather;
+
+	iommu_iotlb_gather_init(&gather);
+	if (mapped)
+		gpt_unmap(&dom->pt, iova, mapped, &gather);
+	vhost_iommu_pt_prune(dom, iova, &gather);
+	if ((iova ^ last) >> VHOST_IOMMU_PT_LEAF_SHIFT)
+		vhost_iommu_pt_prune(dom, last, &gather);
+	/* Nothing walks this table but us: free right away. */
+	iommu_put_pages_list(&gather.freelist);
+	v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) - tables;
+}
+
 /* Remove one mapping from the tree and from the page table. */
 static void vhost_iommu_unmap_one(struct vhost_iommu *v,
 				  struct vhost_iommu_domain *dom,
 				  struct vhost_iommu_mapping *m)
 {
-	u64 len = m->it.last - m->it.start + 1;
-	struct iommu_iotlb_gather gather;
-
 	interval_tree_remove(&m->it, &dom->mappings);
 	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
-		long tables = atomic_long_read(&dom->pt.nr_tables);
-
 		/* Before the request completes, no bound device may use it */
 		vhost_iommu_invalidate_dom(v, dom, m->it.start, m->it.last);
-
-		iommu_iotlb_gather_init(&gather);
-		gpt_unmap(&dom->pt, m->it.start, len, &gather);
-		/* Nothing walks this table but us: free right away. */
-		iommu_put_pages_list(&gather.freelist);
-		v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) -
-				     tables;
+		vhost_iommu_pt_unmap(v, dom, m->it.start, m->it.last,
+				     m->it.last - m->it.start + 1);
 	}
 	dom->nr_mappings--;
 	v->nr_mappings--;
@@ -501,17 +559,13 @@ static u8 vhost_iommu_map(struct vhost_iommu *v,
 
 		ret = vhost_iommu_pt_map(v, dom, start, phys, len, prot,
 					 &mapped);
-		if (ret) {
-			struct iommu_iotlb_gather gather;
-
-			iommu_iotlb_gather_init(&gather);
-			if (mapped)
-				gpt_unmap(&dom->pt, start, mapped, &gather);
-			iommu_put_pages_list(&gather.freelist);
-		}
 		v->nr_table_pages = others +
 				    atomic_long_read(&dom->pt.nr_tables);
 		if (ret) {
+			/* Undone, with the tables it added up to where it failed */
+			vhost_iommu_pt_unmap(v, dom, start,
+					     start + min_t(u64, mapped, len - 1),
+					     mapped);
 			kfree(m);
 			switch (ret) {
 			case -ENOMEM:
@@ -922,6 +976,8 @@ static int vhost_iommu_open(struct inode *inode, struct file *f)
 		v->vqp[i] = &v->vqs[i];
 	vhost_dev_init(&v->dev, v->vqp, VHOST_IOMMU_VQ_MAX, UIO_MAXIOV,
 		       VHOST_IOMMU_WEIGHT, 0, true, NULL);
+	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++)
+		lockdep_set_class(&v->vqs[i].mutex, &vhost_iommu_vq_key);
 	f->private_data = v;
 	return 0;
 }
@@ -958,7 +1014,7 @@ static int vhost_iommu_release(struct inode *inode, struct file *f)
 
 	mutex_lock(&vhost_iommu_bind_mutex);
 	list_for_each_entry_safe(b, tmp, &v->bindings, node)
-		vhost_iommu_unbind(b, true);
+		vhost_iommu_unbind(b);
 	mutex_unlock(&vhost_iommu_bind_mutex);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
@@ -1130,18 +1186,29 @@ err:
 static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 				     u32 __user *argp)
 {
+	struct vhost_iommu_bound *b = NULL;
 	struct vhost_iommu_ep *ep;
 	u32 id;
 
 	if (get_user(id, argp))
 		return -EFAULT;
-	vhost_iommu_unbind_endpoint(v, id);
-	/* Requests run under v->lock: none is looking at the endpoint now. */
+	/*
+	 * The endpoint goes and its binding with it, under the bind mutex:
+	 * no VHOST_SET_IOMMU may bind it in between and stay bound to an
+	 * endpoint that is gone.  Requests run under v->lock: none is
+	 * looking at the endpoint once it is erased.
+	 */
+	mutex_lock(&vhost_iommu_bind_mutex);
 	mutex_lock(&v->lock);
 	ep = xa_erase(&v->endpoints, id);
-	if (ep)
+	if (ep) {
+		b = ep->binding;
 		vhost_iommu_detach_ep(v, ep);
+	}
 	mutex_unlock(&v->lock);
+	if (b)
+		vhost_iommu_unbind(b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
 	if (!ep)
 		return -ENOENT;
 	kfree(ep);
@@ -1250,16 +1317,23 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 	u32 access, fault;
 	u64 iova, size;
 	u8 reason, perm;
-	int ret;
+	int ret, miss_access;
+	bool lost;
 
 	for (;;) {
 		spin_lock(&b->miss_lock);
 		if (!b->nr_misses) {
+			lost = b->misses_lost;
+			b->misses_lost = false;
 			spin_unlock(&b->miss_lock);
+			/* Queues that missed meanwhile miss again, kept now */
+			if (lost)
+				vhost_dev_iotlb_retry(b->dev);
 			break;
 		}
 		iova = b->misses[0].iova;
-		access = b->misses[0].access;
+		miss_access = b->misses[0].access;
+		access = miss_access;
 		memmove(&b->misses[0], &b->misses[1],
 			--b->nr_misses * sizeof(b->misses[0]));
 		spin_unlock(&b->miss_lock);
@@ -1284,6 +1358,7 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 		mutex_lock(&v->lock);
 		if (b->dead || !v->running) {
 			mutex_unlock(&v->lock);
+			vhost_dev_iotlb_unanswered(b->dev, iova, miss_access);
 			continue;
 		}
 		ret = vhost_iommu_xlate(v, &t, perm, &reason);
@@ -1310,34 +1385,43 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 		}
 		mutex_unlock(&v->lock);
 		/* The device's access faults: it stays stopped, the guest hears */
+		if (ret)
+			vhost_dev_iotlb_unanswered(b->dev, iova, miss_access);
 		if (ret == -ENOENT || ret == -EACCES)
 			vhost_iommu_report_fault(v, reason, fault, b->endpoint,
 						 iova);
 	}
 }
 
-/* vhost_iotlb_ops.miss: a bound device's virtqueue mutex is held */
-static void vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
+/*
+ * vhost_iotlb_ops.miss: a bound device's virtqueue mutex and iotlb_lock
+ * are held.  A miss past the ones kept is retried.
+ */
+static bool vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
 			     int access)
 {
 	struct vhost_iommu_bound *b = data;
+	bool kept;
 
 	spin_lock(&b->miss_lock);
-	if (b->nr_misses < VHOST_IOMMU_MAX_MISSES) {
+	kept = b->nr_misses < VHOST_IOMMU_MAX_MISSES;
+	if (kept) {
 		b->misses[b->nr_misses].iova = iova;
 		b->misses[b->nr_misses].access = access;
 		b->nr_misses++;
+	} else {
+		b->misses_lost = true;
 	}
 	spin_unlock(&b->miss_lock);
 	queue_work(system_unbound_wq, &b->work);
+	return kept;
 }
 
 /*
- * Undo a binding, with vhost_iommu_bind_mutex held.  @clear: the device
- * lives on, so take our ops and our translations out of it; otherwise it
- * is being cleaned up and does that itself.
+ * Undo a binding, with vhost_iommu_bind_mutex held: take our ops and our
+ * translations out of the device.
  */
-static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear)
+static void vhost_iommu_unbind(struct vhost_iommu_bound *b)
 {
 	struct vhost_iommu *v = b->v;
 	struct vhost_iommu_ep *ep;
@@ -1350,30 +1434,12 @@ static void vhost_iommu_unbind(struct vhost_iommu_bound *b, bool clear)
 	if (ep && ep->binding == b)
 		ep->binding = NULL;
 	mutex_unlock(&v->lock);
-	if (clear)
-		vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
+	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
 	/* No miss can come now; finish the one in flight */
 	cancel_work_sync(&b->work);
-	if (clear)
-		vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+	vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
 	list_del(&b->all);
 	kfree(b);
-}
-
-static void vhost_iommu_unbind_endpoint(struct vhost_iommu *v, u32 id)
-{
-	struct vhost_iommu_bound *b = NULL;
-	struct vhost_iommu_ep *ep;
-
-	mutex_lock(&vhost_iommu_bind_mutex);
-	mutex_lock(&v->lock);
-	ep = xa_load(&v->endpoints, id);
-	if (ep)
-		b = ep->binding;
-	mutex_unlock(&v->lock);
-	if (b)
-		vhost_iommu_unbind(b, true);
-	mutex_unlock(&vhost_iommu_bind_mutex);
 }
 
 /* vhost_iotlb_ops.unbind: @dev is being cleaned up */
@@ -1384,11 +1450,12 @@ static void vhost_iommu_dev_gone(struct vhost_dev *dev)
 	mutex_lock(&vhost_iommu_bind_mutex);
 	list_for_each_entry_safe(b, tmp, &vhost_iommu_bindings, all)
 		if (b->dev == dev)
-			vhost_iommu_unbind(b, false);
+			vhost_iommu_unbind(b);
 	mutex_unlock(&vhost_iommu_bind_mutex);
 }
 
 static const struct vhost_iotlb_ops vhost_iommu_iotlb_ops = {
+	.owner	= THIS_MODULE,
 	.miss	= vhost_iommu_miss,
 	.unbind	= vhost_iommu_dev_gone,
 };
@@ -1407,7 +1474,13 @@ static int vhost_iommu_bind(struct file *file, u32 endpoint,
 	if (file->f_op != &vhost_iommu_fops)
 		return -EINVAL;
 	v = file->private_data;
-	if (&v->dev == dev)
+	/*
+	 * Never a vhost-iommu (this one or another): serving a request, a
+	 * vhost-iommu takes the virtqueue mutexes of the devices bound to it,
+	 * and two bound to each other would take them in opposite orders.
+	 * vhost refuses devices without an IOTLB already; say it here too.
+	 */
+	if (dev->nvqs && dev->vqs[0]->handle_kick == vhost_iommu_handle_req_kick)
 		return -EINVAL;
 	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
 	if (!b)
