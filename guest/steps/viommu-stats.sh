@@ -15,6 +15,11 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	check "$dev: MAP and UNMAP requests were sent" \
 		[ "$(get map)" -gt 0 -a "$(get unmap)" -gt 0 ]
 	check "$dev: no request failed" [ "$(get errors)" -eq 0 ]
+	# VIRTIO_RING_F_INDIRECT_DESC (bit 28) refused: with it, the ring
+	# would allocate an indirect table for every request
+	features=$(cat "/sys/bus/virtio/devices/$dev/features")
+	check "$dev: indirect descriptors refused (no allocation per request)" \
+		[ "$(echo "$features" | cut -c29)" = 0 ]
 	check "$dev: no wait timed out" [ "$(get timeouts)" -eq 0 ]
 	# Every request queued was notified: none is left waiting for a
 	# kick that never comes. A lazy domain's flush queue may still hold
