@@ -3268,6 +3268,62 @@ static void tap_close(struct tap *t)
 		close(t->fd);
 }
 
+/* vhost-net's memory table: the guest's memory, one region */
+static int net_set_mem(int fd, void *mem)
+{
+	struct vhost_memory_region *r;
+	struct vhost_memory *m;
+	int ret;
+
+	m = calloc(1, sizeof(*m) + sizeof(*r));
+	if (!m)
+		return -1;
+	m->nregions = 1;
+	r = &m->regions[0];
+	r->guest_phys_addr = GPA_BASE;
+	r->memory_size = MEM_SIZE;
+	r->userspace_addr = (uintptr_t)mem;
+	ret = ioctl(fd, VHOST_SET_MEM_TABLE, m);
+	free(m);
+	return ret;
+}
+
+/*
+ * vhost-net's TX queue at its IOVAs, backed by @tap. Starting the queue
+ * reads the used ring: the first try misses in the device's IOTLB, which
+ * the IOMMU then fills; the VMM retries.
+ */
+static int net_start_tx(int fd, void *ring, int kick_fd, int call_fd, int tap)
+{
+	struct vhost_vring_state num = { .index = 1, .num = QSZ };
+	struct vhost_vring_state base = { .index = 1, .num = 0 };
+	struct vhost_vring_addr addr = {
+		.index = 1,
+		.desc_user_addr = NET_IOVA_RING,
+		.avail_user_addr = NET_IOVA_RING + 0x1000,
+		.used_user_addr = NET_IOVA_RING + 0x2000,
+	};
+	struct vhost_vring_file kick = { .index = 1, .fd = kick_fd };
+	struct vhost_vring_file call = { .index = 1, .fd = call_fd };
+	struct vhost_vring_file backend = { .index = 1, .fd = tap };
+	int i, ret;
+
+	memset(ring, 0, 0x3000);
+	if (ioctl(fd, VHOST_SET_VRING_NUM, &num) ||
+	    ioctl(fd, VHOST_SET_VRING_BASE, &base) ||
+	    ioctl(fd, VHOST_SET_VRING_ADDR, &addr) ||
+	    ioctl(fd, VHOST_SET_VRING_KICK, &kick) ||
+	    ioctl(fd, VHOST_SET_VRING_CALL, &call))
+		return -1;
+	for (i = 0; i < 100; i++) {
+		ret = ioctl(fd, VHOST_NET_SET_BACKEND, &backend);
+		if (!ret || errno != EFAULT)
+			break;
+		usleep(10000);
+	}
+	return ret;
+}
+
 TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
 {
 	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
@@ -3278,22 +3334,11 @@ TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
 	struct vring_desc *desc = (void *)ring;
 	struct vring_avail *avail = (void *)(ring + 0x1000);
 	struct vring_used *used = (void *)(ring + 0x2000);
-	struct vhost_vring_state num = { .index = 1, .num = QSZ };
-	struct vhost_vring_state base = { .index = 1, .num = 0 };
-	struct vhost_vring_addr addr = {
-		.index = 1,
-		.desc_user_addr = NET_IOVA_RING,
-		.avail_user_addr = NET_IOVA_RING + 0x1000,
-		.used_user_addr = NET_IOVA_RING + 0x2000,
-	};
 	struct vhost_vring_file kick = { .index = 1 }, call = { .index = 1 };
-	struct vhost_vring_file backend = { .index = 1 };
-	struct vhost_memory_region *r;
-	struct vhost_memory *m;
 	struct tap tap = { -1, -1, -1 };
 	uint8_t got[2048];
 	uint64_t one = 1;
-	int net, i, n, ret;
+	int net, i, n;
 
 	net = open("/dev/vhost-net", O_RDWR);
 	if (net < 0 && errno == ENOENT)
@@ -3314,15 +3359,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
 	ASSERT_EQ(0, ioctl(net, VHOST_GET_FEATURES, &features));
 	ASSERT_EQ(want, features & want);
 	ASSERT_EQ(0, ioctl(net, VHOST_SET_FEATURES, &want));
-	m = calloc(1, sizeof(*m) + sizeof(*r));
-	ASSERT_NE(NULL, m);
-	m->nregions = 1;
-	r = &m->regions[0];
-	r->guest_phys_addr = GPA_BASE;
-	r->memory_size = MEM_SIZE;
-	r->userspace_addr = (uintptr_t)self->mem;
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_MEM_TABLE, m));
-	free(m);
+	ASSERT_EQ(0, net_set_mem(net, self->mem));
 	/* Bad bindings first */
 	bind.endpoint = 99;
 	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
@@ -3336,26 +3373,11 @@ TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
 	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
 	EXPECT_EQ(EBUSY, errno);
 
-	memset(ring, 0, 0x3000);
 	kick.fd = eventfd(0, EFD_NONBLOCK);
 	call.fd = eventfd(0, EFD_NONBLOCK);
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_NUM, &num));
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_BASE, &base));
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_ADDR, &addr));
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_KICK, &kick));
-	ASSERT_EQ(0, ioctl(net, VHOST_SET_VRING_CALL, &call));
-	/*
-	 * Starting the queue reads the used ring: the first try misses in
-	 * the device's IOTLB, which the IOMMU then fills; the VMM retries.
-	 */
-	backend.fd = tap.fd;
-	for (i = 0; i < 100; i++) {
-		ret = ioctl(net, VHOST_NET_SET_BACKEND, &backend);
-		if (!ret || errno != EFAULT)
-			break;
-		usleep(10000);
-	}
-	ASSERT_EQ(0, ret);
+	ASSERT_LE(0, kick.fd);
+	ASSERT_LE(0, call.fd);
+	ASSERT_EQ(0, net_start_tx(net, ring, kick.fd, call.fd, tap.fd));
 
 	/* The guest sends a frame from its IOVA-addressed buffer */
 	memset(pkt, 0, NET_HDR);
@@ -3615,19 +3637,6 @@ static int net_up(struct __test_metadata *_metadata,
 	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
 			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
 	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
-	struct vhost_vring_state num = { .index = 1, .num = QSZ };
-	struct vhost_vring_state base = { .index = 1, .num = 0 };
-	struct vhost_vring_addr addr = {
-		.index = 1,
-		.desc_user_addr = NET_IOVA_RING,
-		.avail_user_addr = NET_IOVA_RING + 0x1000,
-		.used_user_addr = NET_IOVA_RING + 0x2000,
-	};
-	struct vhost_vring_file kick = { .index = 1 }, call = { .index = 1 };
-	struct vhost_vring_file backend = { .index = 1 };
-	struct vhost_memory_region *r;
-	struct vhost_memory *m;
-	int i, ret;
 
 	n->tap = (struct tap){ -1, -1, -1 };
 	n->desc = (void *)ring;
@@ -3642,38 +3651,12 @@ static int net_up(struct __test_metadata *_metadata,
 	    map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
 		GPA_BASE + NET_OFF_RING, RW) != OK)
 		return -1;
-	m = calloc(1, sizeof(*m) + sizeof(*r));
-	if (!m)
+	if (ioctl(n->fd, VHOST_SET_OWNER) ||
+	    ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
+	    net_set_mem(n->fd, self->mem) ||
+	    ioctl(n->fd, VHOST_SET_IOMMU, &bind))
 		return -1;
-	m->nregions = 1;
-	r = &m->regions[0];
-	r->guest_phys_addr = GPA_BASE;
-	r->memory_size = MEM_SIZE;
-	r->userspace_addr = (uintptr_t)self->mem;
-	ret = ioctl(n->fd, VHOST_SET_OWNER) ||
-	      ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
-	      ioctl(n->fd, VHOST_SET_MEM_TABLE, m) ||
-	      ioctl(n->fd, VHOST_SET_IOMMU, &bind);
-	free(m);
-	if (ret)
-		return -1;
-	memset(ring, 0, 0x3000);
-	kick.fd = n->kick;
-	call.fd = n->call;
-	if (ioctl(n->fd, VHOST_SET_VRING_NUM, &num) ||
-	    ioctl(n->fd, VHOST_SET_VRING_BASE, &base) ||
-	    ioctl(n->fd, VHOST_SET_VRING_ADDR, &addr) ||
-	    ioctl(n->fd, VHOST_SET_VRING_KICK, &kick) ||
-	    ioctl(n->fd, VHOST_SET_VRING_CALL, &call))
-		return -1;
-	backend.fd = n->tap.fd;
-	for (i = 0; i < 100; i++) {
-		ret = ioctl(n->fd, VHOST_NET_SET_BACKEND, &backend);
-		if (!ret || errno != EFAULT)
-			break;
-		usleep(10000);
-	}
-	return ret;
+	return net_start_tx(n->fd, ring, n->kick, n->call, n->tap.fd);
 }
 
 static void net_down(struct net_dev *n)
