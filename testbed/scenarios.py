@@ -134,6 +134,33 @@ MMIO_DEBUG = dataclasses.replace(
     full_only=True)
 
 
+# Device configurations the guest driver cannot fully serve (issue 17 item
+# 4): it must say so once and fall back to bypass, never hand the IOMMU
+# core a domain that fails to attach (a WARNING at every probe, vfio-pci
+# failing). The disk and NIC must work, through whatever domain they got;
+# viommu-limits checks the message, the group types, the domain IDs used
+# and that vfio-pci still binds the edu.
+LIMITS_STEPS = ("iommu-info", "blk", "net", "viommu-limits")
+LIMITS = (
+    _sc("x86_64-virtio-iommu-64k-granule",
+        "microvm + virtio-iommu-pci offering a 64K granule to a 4K-page guest: "
+        "every group bypasses, said once, disk and NIC work (patched QEMU)",
+        "microvm-virtio-iommu-64k", "x86_64", LIMITS_STEPS,
+        devices=("blk", "net", "edu"), append=VFIO_UNSAFE_IRQS,
+        env={"TB_VIOMMU_LIMIT_MSG": "granule 0x10000 is larger than a CPU page",
+             "TB_VIOMMU_GROUP_TYPES": "identity identity identity"}),
+    _sc("x86_64-virtio-iommu-2-domain-ids",
+        "microvm + virtio-iommu-pci offering domain IDs 5-6 for three groups: "
+        "one DMA domain, the other groups bypass sharing an ID, said once "
+        "(patched QEMU)",
+        "microvm-virtio-iommu-2ids", "x86_64", LIMITS_STEPS,
+        devices=("blk", "net", "edu"), append=VFIO_UNSAFE_IRQS,
+        env={"TB_VIOMMU_LIMIT_MSG": "domain IDs 5-6 run short",
+             "TB_VIOMMU_GROUP_TYPES": "DMA identity identity",
+             "TB_VIOMMU_DOMAIN_IDS": "5 6"}),
+)
+
+
 def _smmuv3_granule(kib: int) -> Scenario:
     """SMMUv3 on a kernel with @kib KiB pages: the driver takes the granule
     of the CPU page size, so its tables are generic_pt's ARMv8 format at
@@ -210,6 +237,7 @@ _ALL = (
     MMIO,
     MMIO_DEBUG,
     MMIO_X86,
+    *LIMITS,
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )

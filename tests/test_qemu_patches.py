@@ -46,3 +46,26 @@ def test_virtio_mmio_device_before_the_iommu_is_refused(board):
         text=True, capture_output=True, timeout=60)
     assert res.returncode != 0
     assert "plugged before the virtio-iommu" in res.stderr
+
+
+# virtio-iommu's configuration properties (qemu/patches 0006), each value
+# the device cannot offer and the message realize gives for it
+BAD_CONFIGS = {
+    "granule=3k": "granule must be 4k, 8k, 16k, 64k or host",
+    "domain-range-start=7,domain-range-end=6": "is above domain-range-end",
+}
+
+
+@pytest.mark.parametrize("props", BAD_CONFIGS)
+def test_virtio_iommu_bad_configuration_is_refused(props):
+    """A granule the device does not know, or an empty domain range, fails
+    realize with a message, instead of a device offering nonsense."""
+    qemu = qemu_build.binary("qemu-system-x86_64")
+    assert qemu.exists(), "make qemu"
+    res = subprocess.run(
+        [qemu, "-L", qemu_build.FIRMWARE, "-machine", "microvm,acpi=on,pcie=on",
+         "-accel", "tcg", "-nodefaults", "-display", "none", "-monitor", "none",
+         "-device", f"virtio-iommu-pci,{props}"],
+        text=True, capture_output=True, timeout=60)
+    assert res.returncode != 0
+    assert BAD_CONFIGS[props] in res.stderr

@@ -435,13 +435,9 @@ static void viommu_event_done(struct virtqueue *vq)
 
 /* IOMMU API */
 
-static struct iommu_domain *viommu_domain_alloc(unsigned int type)
+static struct viommu_domain *viommu_domain_new(void)
 {
 	struct viommu_domain *vdomain;
-
-	if (type != IOMMU_DOMAIN_UNMANAGED && type != IOMMU_DOMAIN_DMA &&
-	    type != IOMMU_DOMAIN_DMA_FQ && type != IOMMU_DOMAIN_IDENTITY)
-		return NULL;
 
 	vdomain = kzalloc(sizeof(*vdomain), GFP_KERNEL);
 	if (!vdomain)
@@ -453,40 +449,70 @@ static struct iommu_domain *viommu_domain_alloc(unsigned int type)
 	mutex_init(&vdomain->mutex);
 	rwlock_init(&vdomain->replay_lock);
 	INIT_LIST_HEAD(&vdomain->list);
-	return &vdomain->domain;
+	return vdomain;
 }
 
-/* Bind a domain to the device of its first endpoint; vdomain->mutex held. */
+/*
+ * A domain ID for a new domain. Every bypass domain shares one: the device
+ * keeps nothing for them but the bypass flag, and a device may offer fewer
+ * IDs than the guest has groups (viommu_def_domain_type()).
+ */
+static int viommu_get_domain_id(struct viommu_dev *viommu, bool bypass)
+{
+	int id;
+
+	mutex_lock(&viommu->ids_lock);
+	if (bypass && viommu->bypass_refs) {
+		viommu->bypass_refs++;
+		id = viommu->bypass_id;
+	} else {
+		id = ida_alloc_range(&viommu->domain_ids, viommu->first_domain,
+				     viommu->last_domain, GFP_KERNEL);
+		if (id >= 0) {
+			viommu->ids_used++;
+			if (bypass) {
+				viommu->bypass_id = id;
+				viommu->bypass_refs = 1;
+			}
+		}
+	}
+	mutex_unlock(&viommu->ids_lock);
+	return id;
+}
+
+static void viommu_put_domain_id(struct viommu_dev *viommu,
+				 struct viommu_domain *vdomain)
+{
+	mutex_lock(&viommu->ids_lock);
+	if (!vdomain->bypass || !--viommu->bypass_refs) {
+		ida_free(&viommu->domain_ids, vdomain->id);
+		viommu->ids_used--;
+	}
+	mutex_unlock(&viommu->ids_lock);
+}
+
+/*
+ * Bind a domain to the device of @vdev: at allocation for a paging domain
+ * allocated for a device, else at its first attach with vdomain->mutex held.
+ * What the device cannot serve was said once, at probe.
+ */
 static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 				  struct viommu_domain *vdomain)
 {
 	struct viommu_dev *viommu = vdev->viommu;
 	struct iommu_domain *domain = &vdomain->domain;
-	unsigned long granule = 1UL << __ffs(viommu->pgsize_bitmap);
+	bool identity = domain->type == IOMMU_DOMAIN_IDENTITY;
+	bool bypass = identity && viommu->bypass;
 	int ret;
 
-	if (granule > PAGE_SIZE) {
-		dev_err(vdev->dev, "IOMMU granule %#lx is larger than a page\n",
-			granule);
-		return -ENODEV;
-	}
-	/* The domain's table keeps 4K pages */
-	if (granule < SZ_4K) {
-		dev_err(vdev->dev, "IOMMU granule %#lx is smaller than 4K\n",
-			granule);
-		return -ENODEV;
-	}
-	if (viommu->geometry.aperture_start > VIOMMU_TABLE_LAST) {
-		dev_err(vdev->dev, "input range starts above %u bits\n",
-			VIOMMU_TABLE_BITS);
-		return -ENODEV;
-	}
-	ret = ida_alloc_range(&viommu->domain_ids, viommu->first_domain,
-			      viommu->last_domain, GFP_KERNEL);
+	if (identity ? !viommu->identity : !viommu->paging)
+		return -EOPNOTSUPP;
+	ret = viommu_get_domain_id(viommu, bypass);
 	if (ret < 0)
 		return ret;
 
 	vdomain->id = ret;
+	vdomain->bypass = bypass;
 	vdomain->map_flags = viommu->map_flags;
 	domain->pgsize_bitmap = viommu->pgsize_bitmap;
 	domain->geometry = viommu->geometry;
@@ -494,16 +520,11 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 	domain->geometry.aperture_end = min_t(u64, domain->geometry.aperture_end,
 					      VIOMMU_TABLE_LAST);
 
-	if (domain->type == IOMMU_DOMAIN_IDENTITY) {
-		if (virtio_has_feature(viommu->vdev,
-				       VIRTIO_IOMMU_F_BYPASS_CONFIG)) {
-			vdomain->bypass = true;
-		} else {
-			ret = viommu_map_identity(vdev, vdomain);
-			if (ret) {
-				ida_free(&viommu->domain_ids, vdomain->id);
-				return ret;
-			}
+	if (identity && !bypass) {
+		ret = viommu_map_identity(vdev, vdomain);
+		if (ret) {
+			viommu_put_domain_id(viommu, vdomain);
+			return ret;
 		}
 	}
 	vdomain->viommu = viommu;
@@ -512,6 +533,41 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 	list_add_tail(&vdomain->list, &viommu->domains);
 	spin_unlock(&viommu->domains_lock);
 	return 0;
+}
+
+/*
+ * DMA and VFIO domains. Allocated for a device, a domain is bound to its
+ * IOMMU here, so that what cannot attach (no domain ID left, a granule the
+ * device cannot serve) fails now and not in an attach the core must not see
+ * fail; without one (iommu_domain_alloc()), at the first attach.
+ */
+static struct iommu_domain *viommu_domain_alloc_paging(struct device *dev)
+{
+	struct viommu_domain *vdomain = viommu_domain_new();
+	int ret;
+
+	if (!vdomain)
+		return ERR_PTR(-ENOMEM);
+	if (dev) {
+		ret = viommu_domain_finalise(dev_iommu_priv_get(dev), vdomain);
+		if (ret) {
+			viommu_maps_destroy(&vdomain->maps);
+			kfree(vdomain);
+			return ERR_PTR(ret);
+		}
+	}
+	return &vdomain->domain;
+}
+
+/* Identity domains, bound at their first attach */
+static struct iommu_domain *viommu_domain_alloc(unsigned int type)
+{
+	struct viommu_domain *vdomain;
+
+	if (type != IOMMU_DOMAIN_IDENTITY)
+		return NULL;
+	vdomain = viommu_domain_new();
+	return vdomain ? &vdomain->domain : NULL;
 }
 
 static void viommu_domain_free(struct iommu_domain *domain)
@@ -526,7 +582,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 		spin_lock(&viommu->domains_lock);
 		list_del(&vdomain->list);
 		spin_unlock(&viommu->domains_lock);
-		ida_free(&viommu->domain_ids, vdomain->id);
+		viommu_put_domain_id(viommu, vdomain);
 	}
 	viommu_maps_destroy(&vdomain->maps);
 	mutex_destroy(&vdomain->mutex);
@@ -860,7 +916,8 @@ static struct iommu_device *viommu_probe_device(struct device *dev)
 	int ret;
 
 	viommu = viommu_get_by_fwnode(fwspec->iommu_fwnode);
-	if (!viommu)
+	/* Neither kind of domain: viommu_decide_service() said why */
+	if (!viommu || (!viommu->paging && !viommu->identity))
 		return ERR_PTR(-ENODEV);
 	if (!fwspec->num_ids)
 		return ERR_PTR(-EINVAL);
@@ -932,9 +989,42 @@ static bool viommu_capable(struct device *dev, enum iommu_cap cap)
 	}
 }
 
+/*
+ * The default domain for a group: identity where the device cannot serve
+ * DMA domains, or where its domain IDs run short and bypass, which shares
+ * one ID, is the only domain left that can attach. Else the core's choice.
+ */
+static int viommu_def_domain_type(struct device *dev)
+{
+	struct viommu_endpoint *vdev = dev_iommu_priv_get(dev);
+	struct viommu_dev *viommu = vdev->viommu;
+	u64 ids = (u64)viommu->last_domain - viommu->first_domain + 1;
+	bool short_ids;
+
+	if (!viommu->paging)
+		return viommu->identity ? IOMMU_DOMAIN_IDENTITY : 0;
+	if (!viommu->bypass)
+		return 0;
+
+	mutex_lock(&viommu->ids_lock);
+	/* An ID for the DMA domain, and one kept for bypass */
+	short_ids = ids - viommu->ids_used < (viommu->bypass_refs ? 1 : 2);
+	if (short_ids && !viommu->ids_warned) {
+		viommu->ids_warned = true;
+		dev_warn(viommu->dev,
+			 "domain IDs %u-%u run short: %s and endpoints probed after it bypass the IOMMU\n",
+			 viommu->first_domain, viommu->last_domain,
+			 dev_name(dev));
+	}
+	mutex_unlock(&viommu->ids_lock);
+	return short_ids ? IOMMU_DOMAIN_IDENTITY : 0;
+}
+
 static struct iommu_ops viommu_ops = {
 	.capable		= viommu_capable,
 	.domain_alloc		= viommu_domain_alloc,
+	.domain_alloc_paging	= viommu_domain_alloc_paging,
+	.def_domain_type	= viommu_def_domain_type,
 	.probe_device		= viommu_probe_device,
 	.release_device		= viommu_release_device,
 	.device_group		= viommu_device_group,
@@ -1140,6 +1230,40 @@ static int viommu_apply_config(struct viommu_dev *viommu)
 	return 0;
 }
 
+/*
+ * What the device lets the driver serve, decided once, and said once when it
+ * is not everything. A paging domain maps CPU pages for the DMA API and VFIO:
+ * it needs a granule no larger than PAGE_SIZE, and one its table, which keeps
+ * 4K pages, can record. An identity domain bypasses the device where the
+ * device allows it, else maps memory 1:1 in such a table.
+ */
+static void viommu_decide_service(struct viommu_dev *viommu)
+{
+	u64 granule = 1ULL << __ffs64(viommu->pgsize_bitmap);
+	bool table = granule >= SZ_4K &&
+		     viommu->geometry.aperture_start <= VIOMMU_TABLE_LAST;
+	const char *what;
+
+	viommu->bypass = virtio_has_feature(viommu->vdev,
+					    VIRTIO_IOMMU_F_BYPASS_CONFIG);
+	viommu->paging = table && granule <= PAGE_SIZE;
+	viommu->identity = viommu->bypass || table;
+	if (viommu->paging)
+		return;
+
+	what = viommu->bypass ? "bypass the IOMMU" :
+	       viommu->identity ? "are identity-mapped" : "are refused";
+	if (granule > PAGE_SIZE || granule < SZ_4K)
+		dev_warn(viommu->dev,
+			 "granule %#llx is %s: no DMA or VFIO domains, endpoints %s\n",
+			 granule, granule > PAGE_SIZE ?
+			 "larger than a CPU page" : "smaller than 4K", what);
+	else
+		dev_warn(viommu->dev,
+			 "input range starts above %u bits: no DMA or VFIO domains, endpoints %s\n",
+			 VIOMMU_TABLE_BITS, what);
+}
+
 static int viommu_probe(struct virtio_device *vdev)
 {
 	struct device *dev = &vdev->dev;
@@ -1165,6 +1289,7 @@ static int viommu_probe(struct virtio_device *vdev)
 	mutex_init(&viommu->probe_mutex);
 	spin_lock_init(&viommu->ep_lock);
 	xa_init(&viommu->endpoints);
+	mutex_init(&viommu->ids_lock);
 	ida_init(&viommu->domain_ids);
 	spin_lock_init(&viommu->domains_lock);
 	INIT_LIST_HEAD(&viommu->domains);
@@ -1174,6 +1299,7 @@ static int viommu_probe(struct virtio_device *vdev)
 	ret = viommu_apply_config(viommu);
 	if (ret)
 		return ret;
+	viommu_decide_service(viommu);
 	ret = viommu_init_vqs(viommu);
 	if (ret)
 		return ret;

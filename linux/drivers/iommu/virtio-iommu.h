@@ -92,7 +92,18 @@ struct viommu_dev {
 	struct xarray			endpoints;
 	struct viommu_event_stats	evstats;
 
+	/*
+	 * Domain IDs from the device's range; every bypass domain shares
+	 * one, bypass_id, held by bypass_refs domains. ids_lock protects
+	 * them all.
+	 */
+	struct mutex			ids_lock;
 	struct ida			domain_ids;
+	u64				ids_used;
+	u32				bypass_id;
+	unsigned int			bypass_refs;
+	bool				ids_warned;	/* said they ran short */
+
 	spinlock_t			domains_lock;	/* protects domains */
 	struct list_head		domains;	/* for debugfs */
 
@@ -106,6 +117,10 @@ struct viommu_dev {
 	u32				last_domain;
 	u32				map_flags;	/* MAP flags the device accepts */
 	u32				probe_size;
+	/* What the driver serves, decided at probe: viommu_decide_service() */
+	bool				paging;		/* DMA and VFIO domains */
+	bool				bypass;		/* identity by bypassing */
+	bool				identity;	/* by bypass or 1:1 maps */
 
 	struct dentry			*debugfs;
 };
