@@ -14,6 +14,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/device.h>
+#include <linux/fault-inject.h>
 #include <linux/ktime.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
@@ -484,6 +485,22 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * Queueing a MAP or UNMAP fails on request (debugfs virtio-iommu/fail_queue,
+ * see fault-injection.rst), as it does when the device broke the queue:
+ * tests check that an UNMAP that could not be queued unmaps nothing.
+ */
+static DECLARE_FAULT_ATTR(viommu_fail_queue);
+
+/**
+ * viommu_queue_debugfs() - add the request queue's debugfs files
+ * @root: the driver's debugfs directory
+ */
+void viommu_queue_debugfs(struct dentry *root)
+{
+	fault_create_debugfs_attr("fail_queue", root, &viommu_fail_queue);
+}
+
 /**
  * viommu_queue_req() - queue a MAP or UNMAP of @vdomain for the next sync
  * @vdomain: the domain; a failure of the request is reported on it
@@ -503,6 +520,9 @@ int viommu_queue_req(struct viommu_domain *vdomain,
 	struct viommu_slot *slot;
 	unsigned long flags;
 	int ret;
+
+	if (should_fail(&viommu_fail_queue, 1))
+		return -EIO;
 
 	spin_lock_irqsave(&viommu->rq_lock, flags);
 	slot = viommu_get_slot(viommu, false, &flags);

@@ -274,6 +274,37 @@ static void viommu_test_probe_edges(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, prop.start, prop.last);
 }
 
+/* RESV_MEM ranges the IOMMU core's regions (start, size) can hold, or not */
+static void viommu_test_resv_extent(struct kunit *test)
+{
+	struct viommu_probe_prop prop = { .type = VIRTIO_IOMMU_PROBE_T_RESV_MEM };
+	phys_addr_t start;
+	size_t size;
+
+	prop.start = 0xfee00000;
+	prop.last = 0xfeefffff;
+	KUNIT_EXPECT_EQ(test, viommu_resv_extent(&prop, &start, &size), 0);
+	KUNIT_EXPECT_EQ(test, start, 0xfee00000);
+	KUNIT_EXPECT_EQ(test, size, 0x100000);
+
+	/* One byte, at the very top */
+	prop.start = ~0ULL;
+	prop.last = ~0ULL;
+	KUNIT_EXPECT_EQ(test, viommu_resv_extent(&prop, &start, &size), 0);
+	KUNIT_EXPECT_EQ(test, size, 1);
+
+	/* The whole 64-bit space: its size wraps to 0 */
+	prop.start = 0;
+	prop.last = ~0ULL;
+	KUNIT_EXPECT_EQ(test, viommu_resv_extent(&prop, &start, &size),
+			-EOVERFLOW);
+
+	/* All but one byte fits */
+	prop.last = ~0ULL - 1;
+	KUNIT_EXPECT_EQ(test, viommu_resv_extent(&prop, &start, &size), 0);
+	KUNIT_EXPECT_EQ(test, size, (size_t)~0ULL);
+}
+
 static void viommu_test_probe_malformed(struct kunit *test)
 {
 	struct viommu_probe_prop prop;
@@ -627,6 +658,7 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_probe_good),
 	KUNIT_CASE(viommu_test_probe_reserved_bits),
 	KUNIT_CASE(viommu_test_probe_edges),
+	KUNIT_CASE(viommu_test_resv_extent),
 	KUNIT_CASE(viommu_test_probe_malformed),
 	KUNIT_CASE(viommu_test_fault),
 	{}

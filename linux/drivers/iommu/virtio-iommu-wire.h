@@ -222,6 +222,26 @@ static inline int viommu_probe_next(const u8 *buf, size_t len, size_t *pos,
 }
 
 /**
+ * viommu_resv_extent() - a RESV_MEM range as the IOMMU core's start and size
+ * @prop: a decoded RESV_MEM property (start <= last)
+ * @start: its first address
+ * @size: its size in bytes
+ *
+ * Return: 0, or -EOVERFLOW when the range does not fit: above what a
+ * phys_addr_t holds, or the whole 64-bit space, whose size wraps to 0.
+ */
+static inline int viommu_resv_extent(const struct viommu_probe_prop *prop,
+				     phys_addr_t *start, size_t *size)
+{
+	*start = prop->start;
+	*size = prop->last - prop->start + 1;
+	if (*start != prop->start || !*size ||
+	    *size - 1 != prop->last - prop->start)
+		return -EOVERFLOW;
+	return 0;
+}
+
+/**
  * struct viommu_fault_info - one decoded fault record
  * @reason: VIRTIO_IOMMU_FAULT_R_*
  * @flags: VIRTIO_IOMMU_FAULT_F_*

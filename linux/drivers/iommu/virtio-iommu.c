@@ -250,14 +250,12 @@ static int viommu_add_resv(struct viommu_endpoint *vdev,
 			   const struct viommu_probe_prop *prop)
 {
 	struct iommu_resv_region *region, *next;
-	phys_addr_t start = prop->start;
-	size_t size = prop->last - prop->start + 1;
 	enum iommu_resv_type type;
+	phys_addr_t start;
 	int prot = 0;
+	size_t size;
 
-	/* 0 to ~0 wraps size to 0 */
-	if (start != prop->start || !size ||
-	    size - 1 != prop->last - prop->start) {
+	if (viommu_resv_extent(prop, &start, &size)) {
 		dev_err(vdev->dev, "reserved region %#llx-%#llx does not fit\n",
 			prop->start, prop->last);
 		return -EOVERFLOW;
@@ -1447,6 +1445,7 @@ static int __init viommu_init(void)
 	int ret;
 
 	viommu_debugfs_root = debugfs_create_dir("virtio-iommu", NULL);
+	viommu_queue_debugfs(viommu_debugfs_root);
 	ret = register_virtio_driver(&virtio_iommu_drv);
 	if (ret)
 		debugfs_remove_recursive(viommu_debugfs_root);

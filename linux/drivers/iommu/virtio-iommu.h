@@ -209,6 +209,7 @@ int viommu_queue_req(struct viommu_domain *vdomain,
 		     const union viommu_req_buf *req, size_t len);
 void viommu_forget_domain(struct viommu_dev *viommu,
 			  struct viommu_domain *vdomain);
+void viommu_queue_debugfs(struct dentry *root);
 
 /* virtio-iommu.c: what the queue reports back */
 void viommu_domain_request_failed(struct viommu_domain *vdomain,
