@@ -2,11 +2,13 @@
 # QEMU's edu device through vfio-pci and VFIO type1 (the selftest's own TAP).
 # The stress scenarios set TB_STRESS_EDU_OPS (its stress test's length) and
 # TB_STRESS_NEED_HUGE (2 MiB mappings must be huge-page backed); TB_IOMMU_GRANULE,
-# where set, is the smallest IOMMU page size VFIO must report.
+# where set, is the smallest IOMMU page size VFIO must report; TB_EDU_FAIL_QUEUE,
+# the IOMMU driver's fault attribute that makes an UNMAP fail once.
 modprobe vfio-pci || echo "# modprobe vfio-pci failed"
 export EDU_FAULT_PATTERN="$TB_FAULT_PATTERN"
 export EDU_STRESS_OPS="$TB_STRESS_EDU_OPS"
 export EDU_STRESS_SEED="$TB_STRESS_SEED"
 export EDU_STRESS_NEED_HUGE="$TB_STRESS_NEED_HUGE"
 export EDU_IOMMU_GRANULE="$TB_IOMMU_GRANULE"
+export EDU_FAIL_QUEUE="$TB_EDU_FAIL_QUEUE"
 exec /bin/vfio_edu_dma

@@ -1370,8 +1370,9 @@ static void viommu_remove(struct virtio_device *vdev)
 {
 	struct viommu_dev *viommu = vdev->priv;
 
-	iommu_device_sysfs_remove(&viommu->iommu);
+	/* Unregistering releases the endpoints, which unlink from sysfs */
 	iommu_device_unregister(&viommu->iommu);
+	iommu_device_sysfs_remove(&viommu->iommu);
 	debugfs_remove_recursive(viommu->debugfs);
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);

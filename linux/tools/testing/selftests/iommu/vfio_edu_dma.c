@@ -25,6 +25,9 @@
  * device cdev instead: attaches of the device to a populated address space
  * while another thread unmaps and maps in it (EDU_CHURN_ROUNDS rounds),
  * each checked by DMA, then no translation may survive an unmap.
+ *
+ * EDU_FAIL_QUEUE, the IOMMU driver's fault attribute (debugfs) that fails
+ * queueing a request, lets a test make an UNMAP fail once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -482,6 +485,17 @@ TEST_F(edu, iommu_page_sizes)
 		       (unsigned long long)want * (want / 8), want);
 }
 
+/* Map src and dst, copy src to dst through the edu, and check the copy. */
+static void map_and_copy(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(edu) *self)
+{
+	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
+	ASSERT_EQ(0, memcmp(self->src, self->dst, EDU_MAX_XFER));
+}
+
 /* Memory -> edu -> memory through two mappings: the data arrives unchanged. */
 TEST_F(edu, dma_round_trip)
 {
@@ -529,11 +543,7 @@ TEST_F(edu, write_after_unmap_does_not_reach_memory)
 {
 	uint8_t *expect = self->secret;
 
-	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
-	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
-	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
-	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
-	ASSERT_EQ(0, memcmp(self->src, self->dst, EDU_MAX_XFER));
+	map_and_copy(_metadata, self);
 
 	memcpy(expect, self->dst, BUF_SIZE);
 	ASSERT_EQ(0, unmap_dma(self->container, IOVA_DST, BUF_SIZE));
@@ -563,6 +573,82 @@ TEST_F(edu, read_after_unmap_does_not_leak)
 	/* What the faulting read did not touch is the data loaded before. */
 	ASSERT_EQ(0, memcmp(self->dst + EDU_FAULT_XFER, self->src + EDU_FAULT_XFER,
 			    EDU_MAX_XFER - EDU_FAULT_XFER));
+	expect_fault_logged(_metadata, self->kmsg);
+}
+
+/*
+ * Arm the IOMMU driver's fault attribute at @attr (the kernel's fault
+ * injection, debugfs) to fail once, in this thread only; or disarm it.
+ */
+static int fail_once(const char *attr, bool arm)
+{
+	static const char * const knobs[][2] = {
+		{ "probability", "100" }, { "interval", "1" }, { "times", "1" },
+		{ "space", "0" }, { "verbose", "0" }, { "task-filter", "Y" },
+	};
+	char path[PATH_MAX];
+	unsigned int i;
+
+	for (i = 0; arm && i < ARRAY_SIZE(knobs); i++) {
+		snprintf(path, sizeof(path), "%s/%s", attr, knobs[i][0]);
+		if (write_str(path, knobs[i][1]))
+			return -EIO;
+	}
+	return write_str("/proc/thread-self/make-it-fail", arm ? "1" : "0");
+}
+
+/* How many more failures the fault attribute at @attr would inject */
+static long fail_times_left(const char *attr)
+{
+	char path[PATH_MAX];
+	long left = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/times", attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &left) != 1)
+		left = -1;
+	fclose(f);
+	return left;
+}
+
+/*
+ * An UNMAP the IOMMU driver could not send to the device must unmap
+ * nothing, and say so: a caller told it went through unpins pages the
+ * device still reaches. EDU_FAIL_QUEUE names the driver's fault attribute
+ * that fails queueing a request (virtio-iommu: debugfs
+ * virtio-iommu/fail_queue); the test makes the first UNMAP of
+ * VFIO_IOMMU_UNMAP_DMA fail. VFIO type1 then unmaps page by page, which
+ * goes through: once the ioctl returns, the device must not reach the
+ * buffer. Had the driver reported the failed UNMAP as done, the
+ * translation would stay and the write below would land.
+ */
+TEST_F(edu, unmap_the_driver_could_not_send)
+{
+	const char *attr = getenv("EDU_FAIL_QUEUE");
+	uint8_t *expect = self->secret;
+	int ret;
+
+	if (!attr || !*attr)
+		SKIP(return, "no EDU_FAIL_QUEUE: the driver's fault attribute");
+	map_and_copy(_metadata, self);
+	memcpy(expect, self->dst, BUF_SIZE);
+
+	ASSERT_EQ(0, fail_once(attr, true)) TH_LOG("cannot arm %s", attr);
+	ret = unmap_dma(self->container, IOVA_DST, BUF_SIZE);
+	ASSERT_EQ(0, fail_once(attr, false));
+	ASSERT_EQ(0, fail_times_left(attr))
+		TH_LOG("the UNMAP did not fail: the test tried nothing");
+	ASSERT_EQ(0, ret) TH_LOG("VFIO_IOMMU_UNMAP_DMA: %s", strerror(-ret));
+
+	fill(self->src, EDU_MAX_XFER, 78);
+	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_FAULT_XFER,
+			     true));
+	ASSERT_EQ(0, memcmp(self->dst, expect, BUF_SIZE))
+		TH_LOG("DMA reached memory after an UNMAP that failed once");
 	expect_fault_logged(_metadata, self->kmsg);
 }
 
@@ -763,6 +849,7 @@ TEST_F(edu, bad_maps_are_refused)
 FIXTURE(edu_iommufd) {
 	int iommufd;
 	int device;
+	uint32_t dev_id;
 	uint32_t ioas;
 	uint8_t *bar;
 	size_t bar_size;
@@ -858,6 +945,7 @@ FIXTURE_SETUP(edu_iommufd)
 	bind.iommufd = self->iommufd;
 	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_BIND_IOMMUFD, &bind))
 		TH_LOG("VFIO_DEVICE_BIND_IOMMUFD: %s", strerror(errno));
+	self->dev_id = bind.out_devid;
 	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_IOAS_ALLOC, &alloc));
 	self->ioas = alloc.out_ioas_id;
 
@@ -976,6 +1064,56 @@ TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
 	}
 	ASSERT_EQ(0, edu_detach(self->device));
 	free(expect);
+}
+
+/*
+ * The IOMMU's driver unbound while iommufd holds a domain of it that no
+ * device uses any more: the domain outlives the device, and unmapping and
+ * destroying it must not touch the device's state, freed with it (the
+ * debug kernel's KASAN reports any such access). The IOMMU core lets an
+ * IOMMU go only when no driver uses a device behind it: the edu's cdev is
+ * closed and vfio-pci unbound from it first (the caller unbinds the other
+ * devices' drivers). EDU_REMOVE_IOMMU names the IOMMU on the virtio bus
+ * (virtio-iommu), whose driver the test unbinds; unset, the test skips.
+ * Run it alone and last: the IOMMU is gone after it.
+ */
+TEST_F(edu_iommufd, iommu_removed_under_domain)
+{
+	const char *iommu = getenv("EDU_REMOVE_IOMMU");
+	struct vfio_device_attach_iommufd_pt attach = { .argsz = sizeof(attach) };
+	struct iommu_hwpt_alloc hwpt = { .size = sizeof(hwpt) };
+	struct iommu_destroy destroy = { .size = sizeof(destroy) };
+	char path[PATH_MAX];
+
+	if (!iommu || !*iommu)
+		SKIP(return, "no EDU_REMOVE_IOMMU: the IOMMU stays");
+	hwpt.dev_id = self->dev_id;
+	hwpt.pt_id = self->ioas;
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_HWPT_ALLOC, &hwpt))
+		TH_LOG("IOMMU_HWPT_ALLOC: %s", strerror(errno));
+	attach.pt_id = hwpt.out_hwpt_id;
+	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_ATTACH_IOMMUFD_PT, &attach));
+	/* The domain translates: area 0 to area 1 through the edu */
+	ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER, EDU_MAX_XFER,
+			     false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, churn_iova(1), EDU_MAX_XFER,
+			     true));
+	ASSERT_EQ(0, memcmp(self->mem, self->mem + CHURN_AREA, EDU_MAX_XFER));
+
+	/* The device leaves iommufd (the BAR's mapping holds it too) */
+	munmap(self->bar, self->bar_size);
+	self->bar = NULL;
+	close(self->device);
+	self->device = -1;
+	ASSERT_EQ(0, write_str("/sys/bus/pci/drivers/vfio-pci/unbind", edu_bdf));
+
+	snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/driver/unbind",
+		 iommu);
+	ASSERT_EQ(0, write_str(path, iommu)) TH_LOG("cannot unbind %s", iommu);
+	ASSERT_EQ(0, ioas_unmap(self->iommufd, self->ioas, churn_iova(0),
+				CHURN_AREA));
+	destroy.id = hwpt.out_hwpt_id;
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_DESTROY, &destroy));
 }
 
 TEST_HARNESS_MAIN
