@@ -417,7 +417,7 @@ def drivers(threads: int = 2, seconds: int = 20, build: bool = True,
 
 # --- make bench-vhost --------------------------------------------------------
 
-# The selftest's line per batch size (vhost_iommu_test.c, bench_map_unmap)
+# The selftest's line per batch size (vhost_iommu.c, bench_map_unmap)
 VHOST_LINE = re.compile(
     r"bench-vhost: batch=(?P<batch>\d+) requests=(?P<requests>\d+) "
     r"kicks=(?P<kicks>\d+) seconds=(?P<seconds>[0-9.]+) "

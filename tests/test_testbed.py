@@ -246,7 +246,7 @@ def test_bench_vhost_rows():
     from testbed.scenarios import BENCH_SCENARIOS, SCENARIOS
     from testbed.shell import StepError
     diags = [
-        "vhost_iommu_test.c:123:bench_map_unmap: something else",
+        "vhost_iommu.c:123:bench_map_unmap: something else",
         "bench-vhost: batch=1 requests=2000 kicks=2000 seconds=1.000 "
         "requests_per_s=2000 us_per_kick=500.00",
         "bench-vhost: batch=256 requests=51200 kicks=200 seconds=2.000 "

@@ -6,7 +6,7 @@
 
 check "modprobe vhost_iommu" modprobe vhost_iommu
 VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
-	/bin/vhost_iommu_test -t bench_map_unmap > /tmp/vhost-bench.out 2>&1
+	/bin/vhost_iommu -t bench_map_unmap > /tmp/vhost-bench.out 2>&1
 status=$?
 while read -r line; do
 	case "$line" in
@@ -14,5 +14,5 @@ while read -r line; do
 	*) [ "$status" -eq 0 ] || diag "$line" ;;
 	esac
 done < /tmp/vhost-bench.out
-check "vhost_iommu_test -t bench_map_unmap (exit $status)" [ "$status" -eq 0 ]
+check "vhost_iommu -t bench_map_unmap (exit $status)" [ "$status" -eq 0 ]
 plan
