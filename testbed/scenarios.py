@@ -202,10 +202,12 @@ _ALL = (
         ("kmemleak-clear", "iommu-info", "blk", "net", "vfio-edu", "dma-bench",
          "viommu-stats", "vhost-iommu", "viommu-remove", "kmemleak"),
         devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
-        append=VFIO_UNSAFE_IRQS + COMBINE_ON, timeout_s=600,
-        # The vhost-iommu selftest: its fail-nth sweeps must run here (the
-        # kernel has fault injection), and KASAN makes a tenth of the
-        # random run take as long as the whole of it elsewhere.
+        append=VFIO_UNSAFE_IRQS + COMBINE_ON, timeout_s=900,
+        # The vhost-iommu selftests: their fail-nth sweeps must run here
+        # (the kernel has fault injection), and KASAN makes a tenth of the
+        # random run take as long as the whole of it elsewhere; the races
+        # (DEL_ENDPOINT against SET_IOMMU, files closed while misses are in
+        # flight) run shorter too. A loaded host has taken 600 s.
         # The combining wait runs under KASAN and lockdep; each map takes
         # too long there for the other CPU to come within it, so the check is
         # that CPUs waited (combine_waits), not that they met.
@@ -213,10 +215,11 @@ _ALL = (
         # must unmap nothing (the edu test's unmap_the_driver_could_not_send).
         env={"VHOST_IOMMU_NEED_FAIL_NTH": "1", "VHOST_IOMMU_RANDOM": "100000",
              "TB_EDU_FAIL_QUEUE": "/sys/kernel/debug/virtio-iommu/fail_queue",
+             "VHOST_IOMMU_DEL_RACE_SECONDS": "20", "VHOST_IOMMU_CLOSE_ROUNDS": "20",
              **COMBINE_CHECK, "TB_BENCH_SET_GROUP": "DMA",
              "TB_BENCH_EXPECT_COMBINE": "combine_waits"}),
     _sc("x86_64-vhost-iommu",
-        "vhost-iommu: the selftest plays VMM and guest against /dev/vhost-iommu",
+        "vhost-iommu: the selftests play VMM and guest against /dev/vhost-iommu",
         "q35", "x86_64", ("vhost-iommu",)),
     _sc("x86_64-intel-iommu", "q35 + intel-iommu: disk, VFIO edu DMA and faults",
         "q35-intel-iommu", "x86_64", ("iommu-info", "blk", "vfio-edu"),

@@ -937,6 +937,7 @@ static int misses_to_vmm(struct net_dev *n)
 TEST_F_TIMEOUT(viommu, close_while_missing, 600)
 {
 	unsigned long rounds = count_from_env("VHOST_IOMMU_CLOSE_ROUNDS", 40);
+	double t0 = now_s();
 	static const char *const kind[] = {
 		"close vhost-net", "close vhost-iommu", "DEL_ENDPOINT",
 		"close both at once",
@@ -1007,7 +1008,7 @@ TEST_F_TIMEOUT(viommu, close_while_missing, 600)
 		if (self->fd < 0)
 			viommu_dev_up(_metadata, self);
 	}
-	TH_LOG("%lu rounds, %lu kicks", rounds, kicks);
+	TH_LOG("%lu rounds, %lu kicks, %.0f s", rounds, kicks, now_s() - t0);
 	/* What is left serves, and binds */
 	ASSERT_EQ(0, net_up(_metadata, self, &n));
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
