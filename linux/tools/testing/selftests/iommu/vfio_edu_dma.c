@@ -486,14 +486,14 @@ TEST_F(edu, iommu_page_sizes)
 }
 
 /* Map src and dst, copy src to dst through the edu, and check the copy. */
-static void map_and_copy(struct __test_metadata *_metadata,
-			 FIXTURE_DATA(edu) *self)
+static void map_and_copy(struct __test_metadata *_metadata, int container,
+			 uint8_t *bar, uint8_t *src, uint8_t *dst)
 {
-	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
-	ASSERT_EQ(0, map_dma(self->container, self->dst, IOVA_DST, BUF_SIZE));
-	ASSERT_EQ(0, edu_dma(self->bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
-	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
-	ASSERT_EQ(0, memcmp(self->src, self->dst, EDU_MAX_XFER));
+	ASSERT_EQ(0, map_dma(container, src, IOVA_SRC, BUF_SIZE));
+	ASSERT_EQ(0, map_dma(container, dst, IOVA_DST, BUF_SIZE));
+	ASSERT_EQ(0, edu_dma(bar, IOVA_SRC, EDU_BUFFER, EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(bar, EDU_BUFFER, IOVA_DST, EDU_MAX_XFER, true));
+	ASSERT_EQ(0, memcmp(src, dst, EDU_MAX_XFER));
 }
 
 /* Memory -> edu -> memory through two mappings: the data arrives unchanged. */
@@ -543,7 +543,7 @@ TEST_F(edu, write_after_unmap_does_not_reach_memory)
 {
 	uint8_t *expect = self->secret;
 
-	map_and_copy(_metadata, self);
+	map_and_copy(_metadata, self->container, self->bar, self->src, self->dst);
 
 	memcpy(expect, self->dst, BUF_SIZE);
 	ASSERT_EQ(0, unmap_dma(self->container, IOVA_DST, BUF_SIZE));
@@ -633,7 +633,7 @@ TEST_F(edu, unmap_the_driver_could_not_send)
 
 	if (!attr || !*attr)
 		SKIP(return, "no EDU_FAIL_QUEUE: the driver's fault attribute");
-	map_and_copy(_metadata, self);
+	map_and_copy(_metadata, self->container, self->bar, self->src, self->dst);
 	memcpy(expect, self->dst, BUF_SIZE);
 
 	ASSERT_EQ(0, fail_once(attr, true)) TH_LOG("cannot arm %s", attr);
