@@ -280,13 +280,15 @@ _ALL += (
 # are built in (configs/kunit.config) and run at boot, before /init; the
 # kunit step reports each case from debugfs. Sharing the debug kernel saves
 # a kernel build of its own. Cases that must have run, not been skipped:
-# the bit-for-bit comparison with the table the AMD driver's own code builds
-# (on UML the io-pgtable-arm ones, tests/test_kunit.py).
-KUNIT_X86_MUST_RUN = ("generic_pt_compare.gpt_cmp_amd_test",)
+# the bit-for-bit comparisons with the tables the AMD and Intel drivers' own
+# code builds (on UML the io-pgtable-arm ones, tests/test_kunit.py).
+KUNIT_X86_MUST_RUN = ("generic_pt_compare.gpt_cmp_amd_test",
+                      "generic_pt_compare.gpt_cmp_vtd_test")
 _ALL += (
     _sc("x86_64-kunit",
         "the KUnit suites on the x86_64 KASAN/lockdep/UBSAN kernel, the "
-        "bit-for-bit comparison with the AMD driver's table included",
+        "bit-for-bit comparisons with the AMD and Intel drivers' tables "
+        "included",
         "q35", "x86_64-debug", ("kunit",), timeout_s=900,
         env={"TB_KUNIT_MUST_RUN": " ".join(KUNIT_X86_MUST_RUN)}),
 )

@@ -6,8 +6,8 @@ import pytest
 from testbed import kunit
 
 # Cases a run must pass, not skip: a comparison whose reference code stopped
-# building would otherwise pass as a skip. (The AMD driver's comparison runs
-# on the x86_64 debug kernel: scenario x86_64-kunit.)
+# building would otherwise pass as a skip. (The AMD and Intel drivers'
+# comparisons run on the x86_64 debug kernel: scenario x86_64-kunit.)
 MUST_RUN = {"um": ("generic_pt_compare.gpt_cmp_arm_test",)}
 
 
