@@ -651,6 +651,20 @@ static void gpt_cmp_finish(struct gpt_cmp *x)
 	KUNIT_EXPECT_EQ(x->test, atomic_long_read(&x->t.nr_tables), 0);
 }
 
+#if GPT_CMP_AMD || GPT_CMP_VTD
+/* AMD v1 and VT-d: 4K pages, tables of 512 entries, 52-bit addresses */
+static void gpt_cmp_x86_geometry(struct gpt_cmp *x)
+{
+	x->gshift = 12;
+	x->bits = 9;
+	x->table_addr = GENMASK_ULL(51, 12);
+	x->g = SZ_4K;
+	x->r = SZ_2M;
+	x->big = SZ_1G;
+	x->pa_base = 1ULL << 42;
+}
+#endif
+
 #endif /* GPT_CMP_ANY */
 
 #if GPT_CMP_ARM
@@ -942,13 +956,7 @@ static struct gpt_cmp *gpt_cmp_amd_setup(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, x->t.pgsize_bitmap, x->pgsizes);
 
 	x->amd = true;
-	x->gshift = 12;
-	x->bits = 9;
-	x->table_addr = GENMASK_ULL(51, 12);
-	x->g = SZ_4K;
-	x->r = SZ_2M;
-	x->big = SZ_1G;
-	x->pa_base = 1ULL << 42;
+	gpt_cmp_x86_geometry(x);
 	return x;
 }
 
@@ -1077,13 +1085,7 @@ static struct gpt_cmp *gpt_cmp_vtd_setup(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, (unsigned int)x->t.ias, c->ias);
 
 	x->vtd = true;
-	x->gshift = 12;
-	x->bits = 9;
-	x->table_addr = GENMASK_ULL(51, 12);
-	x->g = SZ_4K;
-	x->r = SZ_2M;
-	x->big = SZ_1G;
-	x->pa_base = 1ULL << 42;
+	gpt_cmp_x86_geometry(x);
 	return x;
 }
 
