@@ -21,6 +21,10 @@
  * checks every transfer and that no fault was logged. EDU_STRESS_SEED
  * picks the sequence; EDU_STRESS_NEED_HUGE=1 fails it without huge pages.
  *
+ * table_pages_come_back follows the IOMMU's table pages in /proc/vmstat
+ * (nr_iommu_pages) through map and unmap cycles in fresh regions and the
+ * release of the container: none may be lost.
+ *
  * The edu_iommufd tests drive the same device through iommufd and the VFIO
  * device cdev instead: attaches of the device to a populated address space
  * while another thread unmaps and maps in it (EDU_CHURN_ROUNDS rounds),
@@ -32,6 +36,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -831,6 +836,185 @@ TEST_F(edu, bad_maps_are_refused)
 	ASSERT_EQ(0, map_dma(self->container, self->src, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(-EEXIST, map_dma(self->container, self->dst, IOVA_SRC, BUF_SIZE));
 	ASSERT_EQ(0, unmap_dma(self->container, IOVA_SRC, BUF_SIZE));
+}
+
+/*
+ * The IOMMU's page table pages, from /proc/vmstat; -1 if not counted. Each
+ * CPU batches its changes to the count (by up to its stat threshold, 16 or
+ * more pages), so fold them in first: stat_refresh does, for root.
+ */
+static long nr_iommu_pages(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f;
+
+	if (write_str("/proc/sys/vm/stat_refresh", "1"))
+		return -1;
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "nr_iommu_pages %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Wait up to two seconds for nr_iommu_pages to come down to @limit: a
+ * driver may free table pages after a grace period (virtio-iommu lets
+ * concurrent walkers finish first). Returns the last count read.
+ */
+static long iommu_pages_settle(long limit)
+{
+	long n = nr_iommu_pages();
+	int i;
+
+	for (i = 0; i < 200 && n > limit; i++) {
+		sleep_ms(10);
+		n = nr_iommu_pages();
+	}
+	return n;
+}
+
+/*
+ * The count once what earlier tests released has been freed: the same
+ * for 100 ms, within two seconds.
+ */
+static long iommu_pages_quiet(void)
+{
+	long n = nr_iommu_pages(), last = -2;
+	int i;
+
+	for (i = 0; i < 20 && n != last; i++) {
+		sleep_ms(100);
+		last = n;
+		n = nr_iommu_pages();
+	}
+	return n;
+}
+
+/* One huge page of @size bytes, if that is the kernel's huge page size */
+static uint8_t *huge_page(uint64_t size)
+{
+	char line[128];
+	uint64_t kb = 0;
+	void *p;
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Hugepagesize: %" SCNu64 " kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (kb * 1024 != size)
+		return NULL;
+	write_str("/proc/sys/vm/nr_hugepages", "1");
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+#define TABLE_REGIONS	64	/* fresh regions of one leaf table each */
+#define TABLE_BIG	4	/* fresh regions of one table of tables each */
+#define TABLE_ROUNDS	32	/* tables filled, then freed by one unmap */
+#define TABLE_SLACK	8	/* pages other users may take meanwhile */
+
+/*
+ * Table pages of the container's domain come back. VFIO type1 unmaps
+ * exactly what was mapped, so a one-page unmap leaves the leaf table of
+ * its region linked but empty (generic_pt, like io-pgtable, frees a table
+ * when one unmap covers its whole span): single-page map and unmap cycles,
+ * each in a fresh region, keep one table per region and must not keep
+ * more. A table is freed when one unmap covers it: through the iotlb
+ * gather's freelist, which the driver must release after its flush, one
+ * page a round lost otherwise. Then the release of the container frees the
+ * domain, which must give back every page it held.
+ *
+ * The regions are the spans of a leaf table (2 MiB with 4 KiB pages) and
+ * of a table one level up (1 GiB), whatever the granule, below 512 GiB
+ * (QEMU's VT-d translates 39 bits): with 64 KiB pages the second kind
+ * (4 TiB) is left out. Only the table pages of this domain are expected
+ * to move; TABLE_SLACK allows for other devices' DMA domains meanwhile.
+ */
+TEST_F(edu, table_pages_come_back)
+{
+	uint64_t g = self->granule, leaf = g * (g / 8), big = leaf * (g / 8);
+	bool bigs = (3 + TABLE_BIG) * big <= 1ULL << 39;
+	uint64_t first = bigs ? big : 1ULL << 38;
+	uint64_t rounds = bigs ? (2 + TABLE_BIG) * big :
+			  first + TABLE_REGIONS * leaf;
+	long base, n, grown;
+	uint8_t *huge;
+	unsigned int i;
+
+	base = iommu_pages_quiet();
+	if (base < 0)
+		SKIP(return, "no nr_iommu_pages in /proc/vmstat, or no stat_refresh");
+
+	/* One page in each fresh region, unmapped at once */
+	for (i = 0; i < TABLE_REGIONS; i++) {
+		ASSERT_EQ(0, map_dma(self->container, self->src, first + i * leaf, g));
+		ASSERT_EQ(0, unmap_dma(self->container, first + i * leaf, g));
+	}
+	for (i = 0; bigs && i < TABLE_BIG; i++) {
+		ASSERT_EQ(0, map_dma(self->container, self->src, (2 + i) * big, g));
+		ASSERT_EQ(0, unmap_dma(self->container, (2 + i) * big, g));
+	}
+	n = nr_iommu_pages();
+	grown = n - base;
+	TH_LOG("%d one-page cycles in fresh regions: %ld table pages more",
+	       TABLE_REGIONS + TABLE_BIG, grown);
+	/* The count sees this domain: each region added its leaf table */
+	ASSERT_LE(TABLE_REGIONS, grown);
+	ASSERT_GE(TABLE_REGIONS + 1 + 2 * TABLE_BIG + TABLE_SLACK, grown)
+		TH_LOG("more than the tables of the emptied regions stayed");
+
+	/*
+	 * A table, emptied but kept, under a huge page mapped over it, then
+	 * unmapped: one unmap covers the table's span, so it goes through
+	 * the freelist with the leaves the huge page left in it (or went
+	 * when the huge page was mapped). Needs huge pages of a leaf table's
+	 * span.
+	 */
+	huge = huge_page(leaf);
+	if (huge) {
+		for (i = 0; i < TABLE_ROUNDS; i++) {
+			uint64_t iova = rounds + i * leaf;
+
+			ASSERT_EQ(0, map_dma(self->container, self->src, iova, g));
+			ASSERT_EQ(0, unmap_dma(self->container, iova, g));
+			ASSERT_EQ(0, map_dma(self->container, huge, iova, leaf));
+			ASSERT_EQ(0, unmap_dma(self->container, iova, leaf));
+		}
+		munmap(huge, leaf);
+		/* The table of tables above them stays */
+		grown = iommu_pages_settle(n + 1 + TABLE_SLACK) - n;
+		TH_LOG("%d tables filled and unmapped whole: %ld table pages more",
+		       TABLE_ROUNDS, grown);
+		ASSERT_GE(1 + TABLE_SLACK, grown)
+			TH_LOG("tables unmapped whole were not freed");
+	} else {
+		TH_LOG("no huge page of %#" PRIx64 " bytes: no table unmapped whole",
+		       leaf);
+	}
+
+	/* The domain goes with the container: all its pages come back */
+	munmap(self->bar, self->bar_size);
+	self->bar = NULL;
+	close(self->device);
+	self->device = -1;
+	close(self->group);
+	self->group = -1;
+	close(self->container);
+	self->container = -1;
+	n = iommu_pages_settle(base + TABLE_SLACK);
+	TH_LOG("container released: %ld table pages against %ld before", n, base);
+	ASSERT_GE(base + TABLE_SLACK, n)
+		TH_LOG("table pages lost: not freed with the domain");
 }
 
 /*
