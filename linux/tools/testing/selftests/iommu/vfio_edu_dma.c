@@ -932,7 +932,10 @@ static uint8_t *huge_page(uint64_t size)
  * more. A table is freed when one unmap covers it: through the iotlb
  * gather's freelist, which the driver must release after its flush, one
  * page a round lost otherwise. Then the release of the container frees the
- * domain, which must give back every page it held.
+ * domain, which must give back every page it held. (An unmap of a range
+ * holding only empty tables cannot be asked for through VFIO, which
+ * unmaps only what it mapped: a freelist with an empty range is not
+ * reached here.)
  *
  * The regions are the spans of a leaf table (2 MiB with 4 KiB pages) and
  * of a table one level up (1 GiB), whatever the granule, below 512 GiB
@@ -974,11 +977,10 @@ TEST_F(edu, table_pages_come_back)
 		TH_LOG("more than the tables of the emptied regions stayed");
 
 	/*
-	 * A table, emptied but kept, under a huge page mapped over it, then
-	 * unmapped: one unmap covers the table's span, so it goes through
-	 * the freelist with the leaves the huge page left in it (or went
-	 * when the huge page was mapped). Needs huge pages of a leaf table's
-	 * span.
+	 * A huge page mapped over a table emptied but kept, then unmapped:
+	 * generic_pt maps it as small pages in the kept table, which the
+	 * unmap of the whole span then frees through the freelist. Needs
+	 * huge pages of a leaf table's span.
 	 */
 	huge = huge_page(leaf);
 	if (huge) {
