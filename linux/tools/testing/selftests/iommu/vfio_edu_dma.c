@@ -36,7 +36,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <regex.h>
@@ -843,7 +842,7 @@ TEST_F(edu, bad_maps_are_refused)
  * CPU batches its changes to the count (by up to its stat threshold, 16 or
  * more pages), so fold them in first: stat_refresh does, for root.
  */
-static long nr_iommu_pages(void)
+static long iommu_table_pages(void)
 {
 	char line[128];
 	long n = -1;
@@ -868,12 +867,12 @@ static long nr_iommu_pages(void)
  */
 static long iommu_pages_settle(long limit)
 {
-	long n = nr_iommu_pages();
+	long n = iommu_table_pages();
 	int i;
 
 	for (i = 0; i < 200 && n > limit; i++) {
 		sleep_ms(10);
-		n = nr_iommu_pages();
+		n = iommu_table_pages();
 	}
 	return n;
 }
@@ -884,13 +883,13 @@ static long iommu_pages_settle(long limit)
  */
 static long iommu_pages_quiet(void)
 {
-	long n = nr_iommu_pages(), last = -2;
+	long n = iommu_table_pages(), last = -2;
 	int i;
 
 	for (i = 0; i < 20 && n != last; i++) {
 		sleep_ms(100);
 		last = n;
-		n = nr_iommu_pages();
+		n = iommu_table_pages();
 	}
 	return n;
 }
@@ -898,8 +897,8 @@ static long iommu_pages_quiet(void)
 /* One huge page of @size bytes, if that is the kernel's huge page size */
 static uint8_t *huge_page(uint64_t size)
 {
+	unsigned long long kb = 0;
 	char line[128];
-	uint64_t kb = 0;
 	void *p;
 	FILE *f;
 
@@ -907,7 +906,7 @@ static uint8_t *huge_page(uint64_t size)
 	if (!f)
 		return NULL;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Hugepagesize: %" SCNu64 " kB", &kb) == 1)
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
 			break;
 	fclose(f);
 	if (kb * 1024 != size)
@@ -967,7 +966,7 @@ TEST_F(edu, table_pages_come_back)
 		ASSERT_EQ(0, map_dma(self->container, self->src, (2 + i) * big, g));
 		ASSERT_EQ(0, unmap_dma(self->container, (2 + i) * big, g));
 	}
-	n = nr_iommu_pages();
+	n = iommu_table_pages();
 	grown = n - base;
 	TH_LOG("%d one-page cycles in fresh regions: %ld table pages more",
 	       TABLE_REGIONS + TABLE_BIG, grown);
@@ -1000,8 +999,8 @@ TEST_F(edu, table_pages_come_back)
 		ASSERT_GE(1 + TABLE_SLACK, grown)
 			TH_LOG("tables unmapped whole were not freed");
 	} else {
-		TH_LOG("no huge page of %#" PRIx64 " bytes: no table unmapped whole",
-		       leaf);
+		TH_LOG("no huge page of %#llx bytes: no table unmapped whole",
+		       (unsigned long long)leaf);
 	}
 
 	/* The domain goes with the container: all its pages come back */
