@@ -4,6 +4,15 @@
  * whose table the driver's own dma_pte code fills: the reference that
  * gpt_compare_kunit.c compares generic_pt's VT-d format with.
  */
+#include <linux/kconfig.h>
+
+/*
+ * The Makefile builds this file only with the Intel driver; the guard lets
+ * a build of another architecture that is asked for the object (a W=1 or
+ * sparse pass over every file of the series) compile it to nothing.
+ */
+#if IS_ENABLED(CONFIG_INTEL_IOMMU)
+
 #include "../intel/iommu.h"
 #include "../iommu-pages.h"
 #include "gpt_compare_vtd.h"
@@ -74,3 +83,5 @@ u64 *gpt_cmp_vtd_top(struct iommu_domain *dom, unsigned int *lvl)
 	*lvl = agaw_to_level(d->agaw) - 1;
 	return (u64 *)d->pgd;
 }
+
+#endif /* CONFIG_INTEL_IOMMU */
