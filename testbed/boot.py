@@ -187,8 +187,10 @@ def run_scenario(name: str | Scenario) -> Result:
                     trace_log=trace_log if trace_log.exists() else None)
     if disk:
         result.host_checks.append(_disk_check(disk, console))
-    if sc.transport == "mmio":
+    if sc.transport == "mmio" and machine.has_iommu:
         result.host_checks.append(_platform_endpoint_check(result.trace_log, sc))
+    if "virtio_mmio_msi" in sc.trace:
+        result.host_checks += mmio_msi_checks(result.trace_log)
     return result
 
 
@@ -236,6 +238,40 @@ def trace_counts(trace: Path | None) -> tuple[Counter, dict[int, set[int]], Coun
         elif name == "map":
             maps[int(fields["domain"])] += 1
     return events, domains, maps
+
+
+def mmio_msi_counts(trace: Path | None) -> Counter:
+    """From QEMU's virtio-mmio trace: MSI writes ("msi"), and raisings of
+    the wired line ("irq") and reads of InterruptStatus ("status_read")
+    before the last MSI write and after it ("irq_after", ...)."""
+    events = []
+    for line in trace.read_text(errors="replace").splitlines() if trace else []:
+        if "virtio_mmio_msi " in line:
+            events.append("msi")
+        elif re.search(r"virtio_mmio_setting_irq .*IRQ 1\b", line):
+            events.append("irq")
+        elif re.search(r"virtio_mmio_read offset 0x60\b", line):
+            events.append("status_read")
+    last = max((i for i, e in enumerate(events) if e == "msi"), default=-1)
+    counts: Counter = Counter(events[:last + 1])
+    counts.update(f"{e}_after" for e in events[last + 1:])
+    return counts
+
+
+def mmio_msi_checks(trace: Path | None) -> list[Case]:
+    """While the transports signalled by MSI (up to the last MSI write; the
+    guest's last phase falls back to the wired interrupt on purpose), the
+    wired line never rose and no interrupt was acknowledged by register."""
+    c = mmio_msi_counts(trace)
+    detail = (f"{c['msi']} MSIs, then {c['irq']} wired raises and "
+              f"{c['status_read']} status reads before the last of them, "
+              f"{c['irq_after']} and {c['status_read_after']} after")
+    return [Case("virtio-mmio devices sent MSIs (QEMU trace)",
+                 "pass" if c["msi"] > 0 else "fail", detail),
+            Case("no wired interrupt raised while MSI was on (QEMU trace)",
+                 "pass" if c["msi"] and c["irq"] == 0 else "fail", detail),
+            Case("InterruptStatus not read while MSI was on (QEMU trace)",
+                 "pass" if c["msi"] and c["status_read"] == 0 else "fail", detail)]
 
 
 def _platform_endpoint_check(trace: Path | None, sc: Scenario) -> Case:

@@ -53,6 +53,11 @@ MACHINES = {m.name: m for m in (
     Machine("virt-virtio-iommu-mmio", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-iommu=on", "max,pauth-impdef=on",
             "ttyAMA0", "virtio-iommu-pci", patched=True),
+    # qemu/patches: the virtio-mmio transports offer MSI, their messages
+    # going to the GIC ITS (Documentation/iommu/virtio-mmio-msi.rst).
+    Machine("virt-mmio-msi", "qemu-system-aarch64",
+            "virt,gic-version=3,virtio-mmio-msi=on", "max,pauth-impdef=on",
+            "ttyAMA0", patched=True),
     # The same on x86: microvm's virtio-mmio transports behind a
     # virtio-iommu on its PCIe bus, each transport an endpoint named in the
     # ACPI VIOT table (qemu/patches; microvm's PCIe needs ACPI).

@@ -88,9 +88,9 @@ class Scenario:
 
     @property
     def trace(self) -> tuple[str, ...]:
-        """QEMU trace events the report counts (requests the device served)."""
+        """QEMU trace events the report and the host checks count."""
         if "virtio-iommu" not in self.machine:
-            return ()
+            return self.extra_trace
         return VIRTIO_IOMMU_TRACE + self.extra_trace
 
     @property
@@ -106,14 +106,16 @@ def _sc(*args, **kw) -> Scenario:
 # virtio-mmio transports (endpoint IDs from 0x10000, an "iommus" property in
 # the device tree). The disk and NIC sit on those, the edu on PCI: both
 # kinds of endpoint behind one IOMMU.
-MMIO_STEPS = ("iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu", "viommu-stats")
+MMIO_STEPS = ("iommu-info", "mmio-endpoints", "blk", "net", "vfio-edu", "viommu-stats",
+              "mmio-msi")
 MMIO = _sc("arm64-virtio-iommu-mmio",
            "arm64 virt + virtio-iommu-pci (DT), disk and NIC on virtio-mmio behind it "
            "(patched QEMU), VFIO edu on PCI",
            "virt-virtio-iommu-mmio", "arm64", MMIO_STEPS,
            devices=("blk", "net", "edu"), transport="mmio", fault="virtio-iommu",
            append=VFIO_UNSAFE_IRQS,
-           env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2"})
+           env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2",
+                "TB_MMIO_MSI": "0"})
 # The same on x86: microvm's virtio-mmio transports behind a virtio-iommu on
 # its PCIe bus, described by the ACPI VIOT table (virtio-mmio endpoint
 # nodes), the edu on that PCIe bus behind the same IOMMU.
@@ -123,7 +125,7 @@ MMIO_X86 = dataclasses.replace(
             "virtio-mmio behind it (patched QEMU), VFIO edu on PCIe",
     machine="microvm-virtio-iommu-mmio", kernel="x86_64",
     # x86's default DMA domains are lazy, arm64's strict: both get covered
-    env={"TB_VIOMMU_DOMAIN": "dma-lazy", "TB_MMIO_ENDPOINTS": "2"})
+    env={"TB_VIOMMU_DOMAIN": "dma-lazy", "TB_MMIO_ENDPOINTS": "2", "TB_MMIO_MSI": "0"})
 # The same on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the driver's
 # device tree path (of_xlate, platform device groups) and its arm64 DMA path
 # under the debug options, then a kmemleak scan.
@@ -132,6 +134,25 @@ MMIO_DEBUG = dataclasses.replace(
     summary="the arm64 virtio-mmio scenario on the KASAN/lockdep/UBSAN/kmemleak kernel",
     kernel="arm64-debug", steps=("kmemleak-clear", *MMIO_STEPS, "kmemleak"), timeout_s=600,
     full_only=True)
+
+
+# MSI for virtio-mmio (qemu/patches, Documentation/iommu/virtio-mmio-msi.rst):
+# the disk and NIC on transports offering MSI through the GIC ITS. The
+# guest's mmio-msi step checks a vector per queue and for configuration
+# changes, the queues' vectors firing, no wired interrupt requested, and
+# the disk's data through an unbind and bind of its transport and of
+# virtio_blk; the host checks in QEMU's trace that the devices sent MSIs,
+# never raised the wired line and had InterruptStatus read not once. The
+# scenarios above, whose transports offer no MSI, are the fallback: their
+# mmio-msi step checks the wired interrupt serves.
+MMIO_MSI_TRACE = ("virtio_mmio_msi", "virtio_mmio_setting_irq", "virtio_mmio_read")
+MMIO_MSI = _sc("arm64-mmio-msi",
+               "arm64 virt, disk and NIC on virtio-mmio with MSI through the GIC ITS "
+               "(patched QEMU): a vector per queue, unbind/bind",
+               "virt-mmio-msi", "arm64", ("blk", "net", "mmio-msi"),
+               devices=("blk", "net"), transport="mmio", timeout_s=120,
+               extra_trace=MMIO_MSI_TRACE,
+               env={"TB_MMIO_MSI": "1", "TB_MMIO_MSI_FIRING": "req.0 input.0 output.0"})
 
 
 # Device configurations the guest driver cannot fully serve (issue 17 item
@@ -242,6 +263,7 @@ _ALL = (
         append=VFIO_UNSAFE_IRQS, env={"TB_VIOMMU_DOMAIN": "dma-strict"}),
     MMIO,
     MMIO_DEBUG,
+    MMIO_MSI,
     MMIO_X86,
     *LIMITS,
     _smmuv3_granule(16),
