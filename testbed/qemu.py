@@ -58,6 +58,11 @@ MACHINES = {m.name: m for m in (
     Machine("virt-mmio-msi", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-msi=on", "max,pauth-impdef=on",
             "ttyAMA0", patched=True),
+    # Both: the transports behind the virtio-iommu offer MSI; their writes
+    # go through the IOMMU, whose MSI region (the ITS doorbell) lets them by.
+    Machine("virt-virtio-iommu-mmio-msi", "qemu-system-aarch64",
+            "virt,gic-version=3,virtio-mmio-iommu=on,virtio-mmio-msi=on",
+            "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci", patched=True),
     # The same on x86: microvm's virtio-mmio transports behind a
     # virtio-iommu on its PCIe bus, each transport an endpoint named in the
     # ACPI VIOT table (qemu/patches; microvm's PCIe needs ACPI).

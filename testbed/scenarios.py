@@ -146,13 +146,26 @@ MMIO_DEBUG = dataclasses.replace(
 # scenarios above, whose transports offer no MSI, are the fallback: their
 # mmio-msi step checks the wired interrupt serves.
 MMIO_MSI_TRACE = ("virtio_mmio_msi", "virtio_mmio_setting_irq", "virtio_mmio_read")
+MMIO_MSI_ENV = {"TB_MMIO_MSI": "1", "TB_MMIO_MSI_FIRING": "req.0 input.0 output.0"}
 MMIO_MSI = _sc("arm64-mmio-msi",
                "arm64 virt, disk and NIC on virtio-mmio with MSI through the GIC ITS "
                "(patched QEMU): a vector per queue, unbind/bind",
                "virt-mmio-msi", "arm64", ("blk", "net", "mmio-msi"),
                devices=("blk", "net"), transport="mmio", timeout_s=120,
-               extra_trace=MMIO_MSI_TRACE,
-               env={"TB_MMIO_MSI": "1", "TB_MMIO_MSI_FIRING": "req.0 input.0 output.0"})
+               extra_trace=MMIO_MSI_TRACE, env=MMIO_MSI_ENV)
+# The same behind the virtio-iommu: the MSI writes go through the IOMMU's
+# address space like the devices' DMA, which lets them by because the ITS
+# doorbell page is the MSI region the device reports (PROBE RESV_MEM MSI;
+# QEMU's virt board sets it), and the transports' rebinds re-attach them.
+MMIO_MSI_IOMMU = _sc("arm64-virtio-iommu-mmio-msi",
+                     "arm64-mmio-msi with the transports behind virtio-iommu-pci "
+                     "(patched QEMU): MSI writes through the IOMMU's MSI region",
+                     "virt-virtio-iommu-mmio-msi", "arm64",
+                     ("iommu-info", "mmio-endpoints", "blk", "net", "mmio-msi"),
+                     devices=("blk", "net"), transport="mmio", timeout_s=120,
+                     extra_trace=MMIO_MSI_TRACE,
+                     env={"TB_VIOMMU_DOMAIN": "dma-strict", "TB_MMIO_ENDPOINTS": "2",
+                          **MMIO_MSI_ENV})
 
 
 # Device configurations the guest driver cannot fully serve (issue 17 item
@@ -264,6 +277,7 @@ _ALL = (
     MMIO,
     MMIO_DEBUG,
     MMIO_MSI,
+    MMIO_MSI_IOMMU,
     MMIO_X86,
     *LIMITS,
     _smmuv3_granule(16),
