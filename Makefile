@@ -9,7 +9,8 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean qemu bench-pt bench-viommu bench-drivers bench-vhost check-full
+	boot kunit lint check run clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
+	bench-mmio check-full
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -29,6 +30,7 @@ help:
 	@echo "make bench-viommu [THREADS=2 SECONDS=20 ROUNDS=3]  6.12's virtio-iommu driver vs ours, with and without kick combining -> build/bench/viommu.json"
 	@echo "make bench-drivers [I=amd-iommu] [THREADS=2 SECONDS=20 ROUNDS=3]  each IOMMU driver's old page tables vs generic_pt -> build/bench/drivers.json"
 	@echo "make bench-vhost [SECONDS=5]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick -> build/bench/vhost.json"
+	@echo "make bench-mmio [SECONDS=10 ROUNDS=3]  virtio-net round trips, virtio-blk random reads: virtio-pci, virtio-mmio wired, virtio-mmio with MSI -> build/bench/mmio.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
 deps:
@@ -82,6 +84,10 @@ bench-drivers: tree
 
 bench-vhost: tree
 	$(TB) bench-vhost $(if $(SECONDS),--seconds $(SECONDS))
+
+# Boots our patched QEMU (make qemu) and the arm64 kernel.
+bench-mmio: tree qemu
+	$(TB) bench-mmio $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 lint: tree
 	$(TB) lint

@@ -60,6 +60,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="measuring time per batch size")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
+    p = sub.add_parser("bench-mmio",
+                       help="virtio-net round trips, virtio-blk random reads: "
+                            "virtio-pci, virtio-mmio wired, virtio-mmio with MSI")
+    p.add_argument("--seconds", type=int, default=10, help="measuring time per test")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="boots of each row, in turn; rows are medians")
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernel as it is built")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -117,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
             from . import bench
             bench.drivers(args.threads, args.seconds, not args.no_build,
                           args.iommus or None, args.rounds)
+        elif args.cmd == "bench-mmio":
+            from . import bench
+            bench.mmio(args.seconds, not args.no_build, args.rounds)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

@@ -14,6 +14,10 @@ see drivers() below.
 `make bench-vhost` boots the vhost-iommu selftest's benchmark (BENCH_VHOST)
 and writes build/bench/vhost.json; see vhost() below.
 
+`make bench-mmio` boots round trips over virtio-net and random reads of
+virtio-blk on virtio-pci, virtio-mmio wired and virtio-mmio with MSI
+(MMIO_BENCH_SCENARIOS) and writes build/bench/mmio.json; see mmio() below.
+
 `make bench-pt` runs the generic_pt KUnit benchmark (gpt_bench.c), which
 prints one line per format, operation and case:
 
@@ -31,8 +35,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import socket
+import socketserver
 import statistics
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -479,3 +486,117 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
     print(vhost_table(rows))
     print(f"wrote {out}")
     return out
+
+
+# --- make bench-mmio ---------------------------------------------------------
+
+# io_bench's line, with the interrupts the step counted around it
+MMIO_LINE = re.compile(r"bench-mmio: (?P<mode>rr|randread) ops=(?P<ops>\d+) "
+                       r"seconds=(?P<seconds>[0-9.]+) irqs=(?P<irqs>-?\d+)")
+# virtio-mmio registers whose accesses the benchmark counts (QEMU's trace)
+MMIO_TRAPS = {"status_reads": ("read", 0x60), "acks": ("write", 0x64),
+              "notifies": ("write", 0x50)}
+MMIO_MEDIANS = ("rr_per_s", "randread_per_s", "irqs_per_rr", "irqs_per_read",
+                "traps_per_request", "status_reads", "acks", "notifies", "msis")
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    """The host end of the round trips: each byte back as it comes."""
+
+    def handle(self):
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while data := self.request.recv(64):
+            self.request.sendall(data)
+
+
+def mmio_trace_counts(text: str) -> dict:
+    """Accesses to the counted virtio-mmio registers, and MSIs sent."""
+    counts = dict.fromkeys([*MMIO_TRAPS, "msis"], 0)
+    want = {(kind, off): name for name, (kind, off) in MMIO_TRAPS.items()}
+    for m in re.finditer(r"virtio_mmio_(read|write) offset 0x([0-9a-f]+)|"
+                         r"(virtio_mmio_msi) ", text):
+        if m[3]:
+            counts["msis"] += 1
+        elif (name := want.get((m[1], int(m[2], 16)))):
+            counts[name] += 1
+    return counts
+
+
+def mmio_row(row: str, result: boot.Result) -> dict:
+    # The disk check of the host does not apply: the step writes nothing
+    step_ = result.console.steps.get("mmio-bench")
+    if not step_ or not step_.ok or result.timed_out:
+        raise StepError(f"{result.scenario.name} failed:\n{result.summary()}")
+    got = {}
+    for d in step_.diagnostics():
+        if m := MMIO_LINE.search(d):
+            got[m["mode"]] = (int(m["ops"]), float(m["seconds"]), int(m["irqs"]))
+    if set(got) != {"rr", "randread"}:
+        raise StepError(f"{result.scenario.name}: no line for {set(('rr', 'randread')) - set(got)}")
+    (rr, rr_s, rr_irqs), (rd, rd_s, rd_irqs) = got["rr"], got["randread"]
+    trace = result.trace_log.read_text(errors="replace") if result.trace_log else ""
+    traps = mmio_trace_counts(trace)
+    requests = rr + rd
+    return {"row": row, "rr_per_s": round(rr / rr_s), "randread_per_s": round(rd / rd_s),
+            "irqs_per_rr": round(rr_irqs / rr, 2), "irqs_per_read": round(rd_irqs / rd, 2),
+            **traps,
+            "traps_per_request": round(sum(traps[k] for k in MMIO_TRAPS) / requests, 2)}
+
+
+def mmio_table(rows: list[dict]) -> str:
+    by = {r["row"]: r for r in rows}
+    out = [f"{'row':11} {'rr/s':>7} {'reads/s':>8} {'irq/rr':>7} {'irq/read':>8} "
+           f"{'status':>7} {'acks':>7} {'notify':>7} {'traps/req':>9}"]
+    for r in rows:
+        out.append(f"{r['row']:11} {r['rr_per_s']:>7} {r['randread_per_s']:>8} "
+                   f"{r['irqs_per_rr']:>7} {r['irqs_per_read']:>8} {r['status_reads']:>7} "
+                   f"{r['acks']:>7} {r['notifies']:>7} {r['traps_per_request']:>9}")
+    msi = by.get("mmio-msi")
+    for other in ("pci", "mmio-wired"):
+        if msi and other in by:
+            out.append(f"mmio-msi / {other}: round trips "
+                       f"{msi['rr_per_s'] / by[other]['rr_per_s']:.2f}x, random reads "
+                       f"{msi['randread_per_s'] / by[other]['randread_per_s']:.2f}x")
+    return "\n".join(out)
+
+
+def mmio(seconds: int = 10, build: bool = True, rounds: int = 3) -> Path:
+    """virtio-net round trips and virtio-blk 4 KiB random reads on virtio-pci,
+    virtio-mmio wired and virtio-mmio with MSI: one kernel, one machine,
+    the rows booted in turn @rounds times, medians (issue 19 item 5)."""
+    from .scenarios import MMIO_BENCH_SCENARIOS
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {"TB_RR_PORT": str(server.server_address[1]), "TB_BENCH_SECONDS": str(seconds)}
+    runs = [(row, dataclasses.replace(sc, env={**sc.env, **env},
+                                      timeout_s=2 * seconds + 180))
+            for row, sc in MMIO_BENCH_SCENARIOS.items()]
+    targets = sorted({sc.kernel for _, sc in runs})
+    if build:
+        kernel.build_all(targets)
+    for target in targets:
+        initramfs.base_image(target)
+    measured: dict[str, list[dict]] = {}
+    errors = []
+    try:
+        for n in range(1, rounds + 1):
+            for row, sc in runs:
+                with step(f"boot {sc.name} ({seconds} s a test, round {n}/{rounds})"):
+                    try:
+                        got = mmio_row(row, boot.run_scenario(sc))
+                        measured.setdefault(row, []).append(got)
+                    except StepError as exc:
+                        errors.append(str(exc))
+                        print(f"error: {exc}", file=sys.stderr)
+    finally:
+        server.shutdown()
+    rows = []
+    for row, _ in runs:
+        if row not in measured:
+            continue
+        med = median_row(measured[row], MMIO_MEDIANS)
+        for key in ("rr_per_s", "randread_per_s"):
+            med[f"{key}_runs"] = [r[key] for r in measured[row]]
+        rows.append(med)
+    return write_rows("mmio.json", rows, mmio_table, errors, 1, seconds)

@@ -189,7 +189,7 @@ def run_scenario(name: str | Scenario) -> Result:
         result.host_checks.append(_disk_check(disk, console))
     if sc.transport == "mmio" and machine.has_iommu:
         result.host_checks.append(_platform_endpoint_check(result.trace_log, sc))
-    if "virtio_mmio_msi" in sc.trace:
+    if "mmio-msi" in sc.steps and sc.env.get("TB_MMIO_MSI") == "1":
         result.host_checks += mmio_msi_checks(result.trace_log)
     return result
 

@@ -27,6 +27,9 @@ PROGRAMS = (
     # `make bench-viommu` (linux/map_benchmark.h is not uAPI in 6.12)
     ("tools/testing/selftests/dma/dma_map_benchmark.c", "dma_map_benchmark", True),
 )
+# The test bed's own guest programs (guest/progs/<name>.c), not the kernel's:
+# `make bench-mmio`'s round trips and random reads.
+GUEST_PROGRAMS = ("io_bench",)
 
 
 def busybox(arch: str) -> Path:
@@ -64,6 +67,11 @@ def build_programs(t: Target) -> dict[str, Path]:
         run([COMPILER[t.arch], "-static", "-O2", "-Wall", "-Werror",
              "-Wno-unused-function", *inc,
              "-o", out, t.source / src], quiet=True)
+        built[name] = out
+    for name in GUEST_PROGRAMS:
+        out = outdir / name
+        run([COMPILER[t.arch], "-static", "-O2", "-Wall", "-Werror", "-o", out,
+             paths.GUEST / "progs" / f"{name}.c"], quiet=True)
         built[name] = out
     return built
 

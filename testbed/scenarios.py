@@ -420,3 +420,20 @@ DRIVER_BENCH_ROWS = tuple((b[0], p) for b in DRIVER_BENCH for p in DRIVER_PATHS)
 DRIVER_BENCH_SCENARIOS = {
     sc.name: sc for sc in (_driver_bench(*b, p) for b in DRIVER_BENCH for p in DRIVER_PATHS)}
 BENCH_SCENARIOS.update(DRIVER_BENCH_SCENARIOS)
+
+# `make bench-mmio`: round trips over virtio-net and 4 KiB random reads of
+# virtio-blk, one at a time (guest/progs/io_bench.c), on one arm64 machine
+# and kernel: the devices on virtio-pci (MSI-X through the ITS), on
+# virtio-mmio with the wired interrupt (virtio_mmio.msi_vectors=1: the
+# transports still offer MSI, the driver leaves it off) and on virtio-mmio
+# with MSI. QEMU's trace counts the register accesses of the virtio-mmio
+# transports: InterruptStatus reads (0x060), InterruptACK writes (0x064)
+# and QueueNotify writes (0x050).
+MMIO_BENCH_TRACE = ("virtio_mmio_read", "virtio_mmio_write_offset", "virtio_mmio_msi")
+MMIO_BENCH_ROWS = {"pci": ("pci", ""), "mmio-wired": ("mmio", "virtio_mmio.msi_vectors=1"),
+                   "mmio-msi": ("mmio", "")}
+MMIO_BENCH_SCENARIOS = {
+    row: _sc(f"bench-mmio-{row}", f"round trips and random reads, {row}",
+             "virt-mmio-msi", "arm64", ("mmio-bench",), devices=("blk", "net"),
+             transport=transport, append=append, extra_trace=MMIO_BENCH_TRACE)
+    for row, (transport, append) in MMIO_BENCH_ROWS.items()}
