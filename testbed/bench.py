@@ -361,10 +361,12 @@ def median_row(runs: list[dict], keys: tuple[str, ...]) -> dict:
 
 
 def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, seconds: int,
-                   rounds: int, build: bool) -> tuple[dict[tuple, list[dict]], list[str]]:
+                   rounds: int, build: bool, prepare=None
+                   ) -> tuple[dict[tuple, list[dict]], list[str]]:
     """Boot each of @runs' scenarios in turn, @rounds times over, and turn
     each finished boot into a row with @row_of(key, result). A boot that
-    fails is reported and the others still count."""
+    fails is reported and the others still count. @prepare(sc, threads,
+    seconds) gives the scenario to boot (default: the DMA map benchmark's)."""
     targets = sorted({sc.kernel for _, sc in runs})
     if build:
         kernel.build_all(targets)
@@ -374,7 +376,7 @@ def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, sec
     errors = []
     for n in range(1, rounds + 1):
         for key, sc in runs:
-            sc = dma_bench_run(sc, threads, seconds)
+            sc = (prepare or dma_bench_run)(sc, threads, seconds)
             with step(f"boot {sc.name} ({threads} threads, {seconds} s, round {n}/{rounds})"):
                 try:
                     row = row_of(key, boot.run_scenario(sc))
@@ -572,23 +574,9 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3) -> Path:
     runs = [(row, dataclasses.replace(sc, env={**sc.env, **env},
                                       timeout_s=2 * seconds + 180))
             for row, sc in MMIO_BENCH_SCENARIOS.items()]
-    targets = sorted({sc.kernel for _, sc in runs})
-    if build:
-        kernel.build_all(targets)
-    for target in targets:
-        initramfs.base_image(target)
-    measured: dict[str, list[dict]] = {}
-    errors = []
     try:
-        for n in range(1, rounds + 1):
-            for row, sc in runs:
-                with step(f"boot {sc.name} ({seconds} s a test, round {n}/{rounds})"):
-                    try:
-                        got = mmio_row(row, boot.run_scenario(sc))
-                        measured.setdefault(row, []).append(got)
-                    except StepError as exc:
-                        errors.append(str(exc))
-                        print(f"error: {exc}", file=sys.stderr)
+        measured, errors = measure_rounds(runs, mmio_row, 1, seconds, rounds, build,
+                                          prepare=lambda sc, threads, secs: sc)
     finally:
         server.shutdown()
     rows = []

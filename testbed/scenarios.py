@@ -168,6 +168,16 @@ MMIO_MSI_IOMMU = _sc("arm64-virtio-iommu-mmio-msi",
                           **MMIO_MSI_ENV})
 
 
+# The MSI scenario on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the
+# vectors' allocation, rebinds, sharing and fallback under the debug
+# options, then a kmemleak scan (make check-full: its kernel is full-only).
+MMIO_MSI_DEBUG = dataclasses.replace(
+    MMIO_MSI, name="arm64-mmio-msi-debug",
+    summary="arm64-mmio-msi on the KASAN/lockdep/UBSAN/kmemleak kernel",
+    kernel="arm64-debug", steps=("kmemleak-clear", *MMIO_MSI.steps, "kmemleak"),
+    timeout_s=600, full_only=True)
+
+
 # Device configurations the guest driver cannot fully serve (issue 17 item
 # 4): it must say so once and fall back to bypass, never hand the IOMMU
 # core a domain that fails to attach (a WARNING at every probe, vfio-pci
@@ -278,6 +288,7 @@ _ALL = (
     MMIO_DEBUG,
     MMIO_MSI,
     MMIO_MSI_IOMMU,
+    MMIO_MSI_DEBUG,
     MMIO_X86,
     *LIMITS,
     _smmuv3_granule(16),
