@@ -22,11 +22,10 @@
 
 #include <linux/atomic.h>
 #include <linux/generic_pt/gpt.h>
+#include <linux/generic_pt/marks.h>
 #include <linux/minmax.h>
 #include <linux/numa.h>
 #include <linux/sizes.h>
-
-#include "iommu-pages.h"
 
 /* What the table translates, and so all a domain's aperture may cover */
 #define VIOMMU_TABLE_BITS	48
@@ -92,7 +91,7 @@ static inline u64 viommu_maps_clear(struct viommu_maps *m, u64 start, u64 len)
 
 	iommu_iotlb_gather_init(&gather);
 	removed = gpt_unmap(&m->table, start, len, &gather);
-	iommu_put_pages_list(&gather.freelist);
+	gpt_free_gathered(&gather);
 	return removed;
 }
 
@@ -126,38 +125,12 @@ static inline int viommu_maps_add(struct viommu_maps *m, u64 start, u64 last,
 	return ret == -EADDRINUSE ? -EEXIST : ret;
 }
 
-static inline int viommu_maps_copy_page(const struct gpt_leaf *leaf,
-					void *arg)
-{
-	*(struct gpt_leaf *)arg = *leaf;
-	return 1;
-}
-
-/*
- * Follow a MAP page by page, from the page that ends at *@arg, to the page
- * marked last. A MAP has no holes, so the walk never leaves it.
- */
-static inline int viommu_maps_find_end(const struct gpt_leaf *leaf, void *arg)
-{
-	u64 *end = arg;
-
-	if (leaf->iova != *end + 1 || (leaf->sw & GPT_SW_FIRST))
-		return 1;
-	*end = leaf->iova + leaf->size - 1;
-	return leaf->sw & GPT_SW_LAST ? 1 : 0;
-}
-
 static inline int viommu_maps_forget_failed(const struct gpt_leaf *leaf,
 					    void *arg)
 {
 	if (leaf->sw & GPT_SW_USER)
 		atomic_dec(arg);
 	return 0;
-}
-
-static inline int viommu_maps_any(const struct gpt_leaf *leaf, void *arg)
-{
-	return 1;
 }
 
 /**
@@ -189,7 +162,7 @@ static inline bool viommu_maps_extent(struct viommu_maps *m, u64 start,
 
 	if (start > to)
 		return false;
-	if (gpt_walk(&m->table, start, 1, viommu_maps_copy_page, &page) == 1) {
+	if (gpt_marks_page(&m->table, start, &page)) {
 		if (!(page.sw & GPT_SW_FIRST) || page.iova != start)
 			return false;
 		/* A MAP of one page, the DMA API's commonest: no second lookup */
@@ -197,20 +170,15 @@ static inline bool viommu_maps_extent(struct viommu_maps *m, u64 start,
 			*end = page.iova + page.size - 1;
 			return true;
 		}
-	} else if (gpt_walk(&m->table, start, to - start + 1,
-			    viommu_maps_any, NULL) != 1) {
+	} else if (!gpt_marks_any(&m->table, start, to)) {
 		return false;
 	}
 	/*
 	 * Widen to the end of the MAP that holds @to. A hole there widens
 	 * nothing; a walk onwards from a hole would enter other ranges.
 	 */
-	if (gpt_walk(&m->table, to, 1, viommu_maps_copy_page, &page) == 1) {
-		to = page.iova + page.size - 1;
-		if (!(page.sw & GPT_SW_LAST) && to < VIOMMU_TABLE_LAST)
-			gpt_walk(&m->table, to + 1, VIOMMU_TABLE_LAST - to,
-				 viommu_maps_find_end, &to);
-	}
+	if (gpt_marks_page(&m->table, to, &page))
+		to = gpt_marks_end(&m->table, &page, VIOMMU_TABLE_LAST);
 	*end = to;
 	return true;
 }

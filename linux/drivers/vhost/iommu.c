@@ -5,12 +5,10 @@
  *
  * The VMM hands over the guest memory table and the request and event
  * queues; requests (ATTACH, DETACH, MAP, UNMAP, PROBE) are then served in
- * the vhost worker without a trip to userspace.  Each domain keeps its
- * IOVA -> guest-physical translation in a generic_pt table (AMD v1 format,
- * used as a software table that grows to 64 input bits on demand) and the
- * boundaries of every MAP in an interval tree: the spec's UNMAP rule (never
- * split a mapping) and overlap checks need the ranges the guest mapped,
- * which the page table alone forgets once it picks large pages.
+ * the vhost worker without a trip to userspace.  This file is the device:
+ * the file and its ioctls, the queues, endpoints and faults.  The domains
+ * and their mappings are in iommu-domain.c, the translation for other
+ * vhost devices bound to endpoints in iommu-iotlb.c.
  *
  * Every request is copied once from guest memory into the kernel before it
  * is looked at, so a guest rewriting it meanwhile changes nothing; guest
@@ -18,21 +16,14 @@
  */
 #include <linux/compat.h>
 #include <linux/file.h>
-#include <linux/generic_pt/gpt.h>
-#include <linux/interval_tree.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
-#include <linux/mutex.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/vhost.h>
-#include <linux/vhost_iommu.h>
-#include <linux/virtio_iommu.h>
-#include <linux/xarray.h>
 
-#include "../iommu/iommu-pages.h"
-#include "vhost.h"
+#include "iommu.h"
 
 static unsigned int max_domains = 65536;
 module_param(max_domains, uint, 0644);
@@ -50,9 +41,6 @@ MODULE_PARM_DESC(max_table_pages,
 /* Requests per kick before the worker yields */
 #define VHOST_IOMMU_WEIGHT	256
 
-/* Faults kept while the guest has no event buffer; later ones are dropped */
-#define VHOST_IOMMU_MAX_FAULTS	64
-
 /* No dirty logging (VHOST_F_LOG_ALL): the device writes little, see docs. */
 #define VHOST_IOMMU_FEATURES	((VHOST_FEATURES & ~(1ULL << VHOST_F_LOG_ALL)) | \
 				 (1ULL << VIRTIO_F_VERSION_1) |			\
@@ -62,569 +50,7 @@ MODULE_PARM_DESC(max_table_pages,
 				 (1ULL << VIRTIO_IOMMU_F_PROBE) |		\
 				 (1ULL << VIRTIO_IOMMU_F_BYPASS_CONFIG))
 
-struct vhost_iommu_domain {
-	u32 id;
-	bool bypass;
-	unsigned int nr_endpoints;
-	struct list_head endpoints;		/* struct vhost_iommu_ep.node */
-	unsigned long nr_mappings;
-	struct rb_root_cached mappings;		/* struct vhost_iommu_mapping */
-	struct gpt_table pt;
-};
-
-struct vhost_iommu_mapping {
-	struct interval_tree_node it;		/* [virt_start, virt_end] */
-	u64 phys;
-	u32 flags;				/* VIRTIO_IOMMU_MAP_F_* */
-};
-
-struct vhost_iommu_ep {
-	u32 id;
-	struct vhost_iommu_domain *domain;
-	struct list_head node;			/* in domain->endpoints */
-	struct vhost_iommu_bound *binding;	/* a bound vhost device */
-	u32 nr_resv;
-	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
-};
-
-/*
- * Misses a bound device may have outstanding; it waits on each.  One past
- * them is not kept, but the device's queues are retried once these are
- * answered, and each misses again where it stopped.
- */
-#define VHOST_IOMMU_MAX_MISSES	16
-
-/*
- * A vhost device (vhost-net) bound to an endpoint: its IOTLB misses come
- * here, are translated through the endpoint's domain and the memory table
- * in @work, and UNMAP, DETACH and reset invalidate what it cached.
- */
-struct vhost_iommu_bound {
-	struct vhost_iommu *v;
-	struct vhost_dev *dev;
-	u32 endpoint;
-	bool dead;				/* under v->lock */
-	struct list_head node;			/* in v->bindings, under v->lock */
-	struct list_head all;			/* under vhost_iommu_bind_mutex */
-	struct work_struct work;
-	spinlock_t miss_lock;			/* protects the misses */
-	bool misses_lost;			/* retry the device's queues */
-	unsigned int nr_misses;
-	struct {
-		u64 iova;
-		int access;
-	} misses[VHOST_IOMMU_MAX_MISSES];
-};
-
-/*
- * Serialises binding and unbinding.  Lock order: a bound device's
- * vhost_dev.mutex, this, then vhost_iommu.lock, then the bound device's
- * virtqueue mutexes.  A vhost-iommu's own virtqueue mutexes come before
- * its vhost_iommu.lock and have a lockdep class of their own, so that
- * lockdep tells them from those of the devices it serves; a vhost-iommu is
- * never bound itself (that would take the locks the other way round).
- */
-static DEFINE_MUTEX(vhost_iommu_bind_mutex);
-static LIST_HEAD(vhost_iommu_bindings);
-
-struct vhost_iommu {
-	struct vhost_dev dev;
-	struct vhost_virtqueue vqs[VHOST_IOMMU_VQ_MAX];
-	struct vhost_virtqueue *vqp[VHOST_IOMMU_VQ_MAX];
-
-	/*
-	 * @lock protects everything below; taken inside dev.mutex and the
-	 * request queue's mutex.
-	 */
-	struct mutex lock;
-	struct vhost_iommu_config cfg;
-	bool configured;
-	bool running;
-	struct xarray endpoints;		/* ID -> struct vhost_iommu_ep */
-	struct xarray domains;			/* ID -> struct vhost_iommu_domain */
-	unsigned int nr_domains;
-	unsigned long nr_mappings;
-	long nr_table_pages;			/* over all domains' tables */
-
-	/*
-	 * Faults waiting for an event buffer, oldest at @fault_head; under
-	 * @fault_lock, which may be taken anywhere (a spinlock, innermost).
-	 */
-	spinlock_t fault_lock;
-	struct virtio_iommu_fault faults[VHOST_IOMMU_MAX_FAULTS];
-	unsigned int fault_head;
-	unsigned int nr_faults;
-	unsigned long faults_dropped;
-
-	struct list_head bindings;		/* under @lock */
-};
-
 static struct lock_class_key vhost_iommu_vq_key;
-
-static void vhost_iommu_unbind(struct vhost_iommu_bound *b);
-static void vhost_iommu_handle_req_kick(struct vhost_work *work);
-
-static bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
-{
-	return vhost_has_feature(&v->vqs[VHOST_IOMMU_VQ_REQUEST], bit);
-}
-
-static u64 vhost_iommu_granule(struct vhost_iommu *v)
-{
-	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
-}
-
-/* Bound devices behind @dom forget IOVA [@start, @last]. */
-static void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
-				       struct vhost_iommu_domain *dom,
-				       u64 start, u64 last)
-{
-	struct vhost_iommu_bound *b;
-	struct vhost_iommu_ep *ep;
-
-	lockdep_assert_held(&v->lock);
-	list_for_each_entry(b, &v->bindings, node) {
-		ep = xa_load(&v->endpoints, b->endpoint);
-		if (ep && ep->domain == dom)
-			vhost_dev_iotlb_invalidate(b->dev, start, last);
-	}
-}
-
-/* The device bound to @ep, if any, forgets everything. */
-static void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
-				      struct vhost_iommu_ep *ep)
-{
-	lockdep_assert_held(&v->lock);
-	if (ep->binding)
-		vhost_dev_iotlb_invalidate(ep->binding->dev, 0, U64_MAX);
-}
-
-static int vhost_iommu_any_leaf(const struct gpt_leaf *leaf, void *arg)
-{
-	return 1;
-}
-
-/* AMD v1: a leaf table spans 2 MiB, each level up 512 times more */
-#define VHOST_IOMMU_PT_LEAF_SHIFT	21
-#define VHOST_IOMMU_PT_LEVEL_BITS	9
-
-/*
- * Free the tables around @iova that hold nothing any more.  gpt_unmap()
- * only frees a table whose whole span it unmaps, so unmapping part of a
- * table's span (one page, or the edges of a range) leaves the table in
- * place even when nothing is left in it, and the budget would count it
- * for as long as the domain lives.  Going up from the leaf table's span:
- * while nothing is mapped in the span, unmapping the whole span frees its
- * table; the first span that still maps something ends the walk.  Tables
- * hold nothing empty once this ran after each UNMAP, so each check stops
- * at its first entry in use.
- */
-static void vhost_iommu_pt_prune(struct vhost_iommu_domain *dom, u64 iova,
-				 struct iommu_iotlb_gather *gather)
-{
-	unsigned int shift;
-	u64 span, first;
-
-	for (shift = VHOST_IOMMU_PT_LEAF_SHIFT; shift < 64;
-	     shift += VHOST_IOMMU_PT_LEVEL_BITS) {
-		span = 1ULL << shift;
-		first = iova & ~(span - 1);
-		if (gpt_walk(&dom->pt, first, span, vhost_iommu_any_leaf, NULL))
-			return;
-		gpt_unmap(&dom->pt, first, span, gather);
-	}
-}
-
-/*
- * Unmap [@iova, @last] (@mapped bytes of it, counted from @iova, hold
- * pages) and free every table it leaves empty; keep the budget's count.
- */
-static void vhost_iommu_pt_unmap(struct vhost_iommu *v,
-				 struct vhost_iommu_domain *dom, u64 iova,
-				 u64 last, u64 mapped)
-{
-	long tables = atomic_long_read(&dom->pt.nr_tables);
-	struct iommu_iotlb_gather gather;
-
-	iommu_iotlb_gather_init(&gather);
-	if (mapped)
-		gpt_unmap(&dom->pt, iova, mapped, &gather);
-	vhost_iommu_pt_prune(dom, iova, &gather);
-	if ((iova ^ last) >> VHOST_IOMMU_PT_LEAF_SHIFT)
-		vhost_iommu_pt_prune(dom, last, &gather);
-	/* Nothing walks this table but us: free right away. */
-	iommu_put_pages_list(&gather.freelist);
-	v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) - tables;
-}
-
-/* Remove one mapping from the tree and from the page table. */
-static void vhost_iommu_unmap_one(struct vhost_iommu *v,
-				  struct vhost_iommu_domain *dom,
-				  struct vhost_iommu_mapping *m)
-{
-	interval_tree_remove(&m->it, &dom->mappings);
-	if (m->flags & (VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)) {
-		/* Before the request completes, no bound device may use it */
-		vhost_iommu_invalidate_dom(v, dom, m->it.start, m->it.last);
-		vhost_iommu_pt_unmap(v, dom, m->it.start, m->it.last,
-				     m->it.last - m->it.start + 1);
-	}
-	dom->nr_mappings--;
-	v->nr_mappings--;
-	kfree(m);
-}
-
-static void vhost_iommu_free_domain(struct vhost_iommu *v,
-				    struct vhost_iommu_domain *dom)
-{
-	struct interval_tree_node *node;
-
-	xa_erase(&v->domains, dom->id);
-	while ((node = interval_tree_iter_first(&dom->mappings, 0, ULONG_MAX))) {
-		struct vhost_iommu_mapping *m =
-			container_of(node, struct vhost_iommu_mapping, it);
-
-		interval_tree_remove(node, &dom->mappings);
-		dom->nr_mappings--;
-		v->nr_mappings--;
-		kfree(m);
-	}
-	if (!dom->bypass) {
-		v->nr_table_pages -= atomic_long_read(&dom->pt.nr_tables);
-		gpt_deinit(&dom->pt);
-	}
-	v->nr_domains--;
-	kfree(dom);
-}
-
-static void vhost_iommu_detach_ep(struct vhost_iommu *v,
-				  struct vhost_iommu_ep *ep)
-{
-	struct vhost_iommu_domain *dom = ep->domain;
-
-	if (!dom)
-		return;
-	vhost_iommu_invalidate_ep(v, ep);
-	list_del(&ep->node);
-	ep->domain = NULL;
-	if (!--dom->nr_endpoints)
-		vhost_iommu_free_domain(v, dom);
-}
-
-/* Device reset: every domain goes, endpoints stay, detached. */
-static void vhost_iommu_reset(struct vhost_iommu *v)
-{
-	struct vhost_iommu_ep *ep;
-	unsigned long id;
-
-	lockdep_assert_held(&v->lock);
-	xa_for_each(&v->endpoints, id, ep)
-		vhost_iommu_detach_ep(v, ep);
-}
-
-static bool vhost_iommu_zero(const u8 *p, size_t n)
-{
-	return !memchr_inv(p, 0, n);
-}
-
-/* Does [@start, @last] meet one of @ep's reserved regions? */
-static bool vhost_iommu_ep_resv_meets(const struct vhost_iommu_ep *ep,
-				      u64 start, u64 last)
-{
-	u32 i;
-
-	for (i = 0; i < ep->nr_resv; i++)
-		if (ep->resv[i].start <= last && start <= ep->resv[i].end)
-			return true;
-	return false;
-}
-
-/*
- * A domain never maps into a reserved region (the MSI window included) of
- * an endpoint attached to it: MAP checks the endpoints there, ATTACH the
- * mappings there.
- */
-static bool vhost_iommu_dom_resv_meets(struct vhost_iommu_domain *dom,
-				       u64 start, u64 last)
-{
-	struct vhost_iommu_ep *ep;
-
-	list_for_each_entry(ep, &dom->endpoints, node)
-		if (vhost_iommu_ep_resv_meets(ep, start, last))
-			return true;
-	return false;
-}
-
-static bool vhost_iommu_resv_mapped(struct vhost_iommu_domain *dom,
-				    const struct vhost_iommu_ep *ep)
-{
-	u32 i;
-
-	for (i = 0; i < ep->nr_resv; i++)
-		if (interval_tree_iter_first(&dom->mappings, ep->resv[i].start,
-					     ep->resv[i].end))
-			return true;
-	return false;
-}
-
-static u8 vhost_iommu_attach(struct vhost_iommu *v,
-			     const struct virtio_iommu_req_attach *req)
-{
-	u32 domain = le32_to_cpu(req->domain);
-	u32 flags = le32_to_cpu(req->flags);
-	struct vhost_iommu_domain *dom;
-	struct vhost_iommu_ep *ep;
-	bool bypass;
-	int ret;
-
-	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)) ||
-	    (flags & ~VIRTIO_IOMMU_ATTACH_F_BYPASS))
-		return VIRTIO_IOMMU_S_INVAL;
-	bypass = flags & VIRTIO_IOMMU_ATTACH_F_BYPASS;
-	if (bypass && !vhost_iommu_acked(v, VIRTIO_IOMMU_F_BYPASS_CONFIG))
-		return VIRTIO_IOMMU_S_INVAL;
-
-	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
-	if (!ep)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
-		return VIRTIO_IOMMU_S_RANGE;
-
-	dom = xa_load(&v->domains, domain);
-	if (dom) {
-		if (dom->bypass != bypass)
-			return VIRTIO_IOMMU_S_INVAL;
-		if (ep->domain == dom)
-			return VIRTIO_IOMMU_S_OK;
-		if (vhost_iommu_resv_mapped(dom, ep))
-			return VIRTIO_IOMMU_S_INVAL;
-	} else {
-		struct gpt_amdv1_cfg ptcfg = {
-			.levels = 3,
-			.nid = NUMA_NO_NODE,
-		};
-
-		if (v->nr_domains >= v->cfg.max_domains)
-			return VIRTIO_IOMMU_S_NOMEM;
-		dom = kzalloc(sizeof(*dom), GFP_KERNEL_ACCOUNT);
-		if (!dom)
-			return VIRTIO_IOMMU_S_NOMEM;
-		dom->id = domain;
-		dom->bypass = bypass;
-		dom->mappings = RB_ROOT_CACHED;
-		INIT_LIST_HEAD(&dom->endpoints);
-		if (!bypass &&
-		    gpt_amdv1_init(&dom->pt, &ptcfg, GFP_KERNEL_ACCOUNT)) {
-			kfree(dom);
-			return VIRTIO_IOMMU_S_NOMEM;
-		}
-		/* Its top table counts against the budget */
-		ret = 0;
-		if (!bypass && v->nr_table_pages +
-		    atomic_long_read(&dom->pt.nr_tables) > v->cfg.max_table_pages)
-			ret = -ENOMEM;
-		if (!ret)
-			ret = xa_err(xa_store(&v->domains, domain, dom,
-					      GFP_KERNEL_ACCOUNT));
-		if (ret) {
-			if (!bypass)
-				gpt_deinit(&dom->pt);
-			kfree(dom);
-			return VIRTIO_IOMMU_S_NOMEM;
-		}
-		v->nr_domains++;
-		if (!bypass)
-			v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables);
-	}
-
-	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
-	vhost_iommu_detach_ep(v, ep);
-	/* A bound device may have cached bypass translations */
-	vhost_iommu_invalidate_ep(v, ep);
-	ep->domain = dom;
-	list_add(&ep->node, &dom->endpoints);
-	dom->nr_endpoints++;
-	return VIRTIO_IOMMU_S_OK;
-}
-
-static u8 vhost_iommu_detach(struct vhost_iommu *v,
-			     const struct virtio_iommu_req_detach *req)
-{
-	struct vhost_iommu_domain *dom;
-	struct vhost_iommu_ep *ep;
-
-	/* reserved is ignored (virtio 1.3: MUST) */
-	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
-	if (!ep)
-		return VIRTIO_IOMMU_S_NOENT;
-	/* No such domain, or not this endpoint's: the spec's INVAL */
-	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
-	if (!dom || ep->domain != dom)
-		return VIRTIO_IOMMU_S_INVAL;
-	vhost_iommu_detach_ep(v, ep);
-	return VIRTIO_IOMMU_S_OK;
-}
-
-/*
- * gpt_map() in chunks, within the device's page-table budget.  A chunk is
- * 512 of the largest pages the alignment of @iova against @phys allows (at
- * most 1 GiB pages), aligned: it needs at most a couple of new tables and
- * still takes the largest pages.  Between chunks the budget is checked and
- * the CPU given up, so that one MAP of a huge range that must use small
- * pages can neither eat host memory nor hold the worker for long.
- */
-static int vhost_iommu_pt_map(struct vhost_iommu *v,
-			      struct vhost_iommu_domain *dom, u64 iova,
-			      u64 phys, u64 len, int prot, size_t *mapped)
-{
-	long others = v->nr_table_pages - atomic_long_read(&dom->pt.nr_tables);
-	unsigned int lg = (iova ^ phys) ? __ffs64(iova ^ phys) : 63;
-	u64 chunk = 1ULL << (min(lg, 30U) + 9), done = 0, n;
-	int ret;
-
-	while (done < len) {
-		if (others + atomic_long_read(&dom->pt.nr_tables) >=
-		    v->cfg.max_table_pages)
-			return -ENOMEM;
-		n = min(len - done, chunk - ((iova + done) & (chunk - 1)));
-		ret = gpt_map(&dom->pt, iova + done, phys + done, n, prot,
-			      GFP_KERNEL_ACCOUNT, mapped);
-		if (ret)
-			return ret;
-		done += n;
-		if (done < len)
-			cond_resched();
-	}
-	return 0;
-}
-
-static u8 vhost_iommu_map(struct vhost_iommu *v,
-			  const struct virtio_iommu_req_map *req)
-{
-	u64 start = le64_to_cpu(req->virt_start);
-	u64 end = le64_to_cpu(req->virt_end);
-	u64 phys = le64_to_cpu(req->phys_start);
-	u32 flags = le32_to_cpu(req->flags);
-	u64 mask = vhost_iommu_granule(v) - 1;
-	struct vhost_iommu_domain *dom;
-	struct vhost_iommu_mapping *m;
-	int prot = 0;
-	u64 len;
-	int ret;
-
-	if (flags & ~(VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE))
-		return VIRTIO_IOMMU_S_INVAL;	/* MMIO is not offered */
-	if (end < start)
-		return VIRTIO_IOMMU_S_INVAL;
-	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
-	if (!dom)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (dom->bypass)
-		return VIRTIO_IOMMU_S_INVAL;
-	if ((start & mask) || (phys & mask) || ((end + 1) & mask))
-		return VIRTIO_IOMMU_S_RANGE;
-	if (start < v->cfg.input_start || end > v->cfg.input_end)
-		return VIRTIO_IOMMU_S_RANGE;
-	len = end - start + 1;
-	/* The whole 64-bit space cannot be one length; nor may phys wrap. */
-	if (!len || phys + (len - 1) < phys)
-		return VIRTIO_IOMMU_S_RANGE;
-	/* Nor may it go past what the table holds (52 bits in AMD v1). */
-	if (dom->pt.oas < 64 && (phys + (len - 1)) >> dom->pt.oas)
-		return VIRTIO_IOMMU_S_RANGE;
-	if (interval_tree_iter_first(&dom->mappings, start, end))
-		return VIRTIO_IOMMU_S_INVAL;
-	if (vhost_iommu_dom_resv_meets(dom, start, end))
-		return VIRTIO_IOMMU_S_INVAL;
-	if (v->nr_mappings >= v->cfg.max_mappings)
-		return VIRTIO_IOMMU_S_NOMEM;
-
-	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
-	if (!m)
-		return VIRTIO_IOMMU_S_NOMEM;
-	m->it.start = start;
-	m->it.last = end;
-	m->phys = phys;
-	m->flags = flags;
-
-	if (flags & VIRTIO_IOMMU_MAP_F_READ)
-		prot |= IOMMU_READ;
-	if (flags & VIRTIO_IOMMU_MAP_F_WRITE)
-		prot |= IOMMU_WRITE;
-	/* A mapping without access only lives in the tree: it translates nothing. */
-	if (prot) {
-		long others = v->nr_table_pages -
-			      atomic_long_read(&dom->pt.nr_tables);
-		size_t mapped = 0;
-
-		ret = vhost_iommu_pt_map(v, dom, start, phys, len, prot,
-					 &mapped);
-		v->nr_table_pages = others +
-				    atomic_long_read(&dom->pt.nr_tables);
-		if (ret) {
-			/* Undone, with the tables it added up to where it failed */
-			vhost_iommu_pt_unmap(v, dom, start,
-					     start + min_t(u64, mapped, len - 1),
-					     mapped);
-			kfree(m);
-			switch (ret) {
-			case -ENOMEM:
-				return VIRTIO_IOMMU_S_NOMEM;
-			case -ERANGE:
-				return VIRTIO_IOMMU_S_RANGE;
-			case -EINVAL:
-				return VIRTIO_IOMMU_S_INVAL;
-			default:
-				return VIRTIO_IOMMU_S_DEVERR;
-			}
-		}
-	}
-	interval_tree_insert(&m->it, &dom->mappings);
-	dom->nr_mappings++;
-	v->nr_mappings++;
-	return VIRTIO_IOMMU_S_OK;
-}
-
-static u8 vhost_iommu_unmap(struct vhost_iommu *v,
-			    const struct virtio_iommu_req_unmap *req)
-{
-	u64 start = le64_to_cpu(req->virt_start);
-	u64 end = le64_to_cpu(req->virt_end);
-	struct interval_tree_node *node, *next;
-	struct vhost_iommu_domain *dom;
-
-	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
-		return VIRTIO_IOMMU_S_INVAL;
-	if (end < start)
-		return VIRTIO_IOMMU_S_INVAL;
-	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
-	if (!dom)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (dom->bypass)
-		return VIRTIO_IOMMU_S_INVAL;
-
-	/*
-	 * Only the first and the last mapping the range touches can stick
-	 * out of it; refuse before removing anything.
-	 */
-	node = interval_tree_iter_first(&dom->mappings, start, end);
-	if (!node)
-		return VIRTIO_IOMMU_S_OK;
-	if (node->start < start)
-		return VIRTIO_IOMMU_S_RANGE;
-	node = interval_tree_iter_first(&dom->mappings, end, end);
-	if (node && node->last > end)
-		return VIRTIO_IOMMU_S_RANGE;
-
-	for (node = interval_tree_iter_first(&dom->mappings, start, end); node;
-	     node = next) {
-		next = interval_tree_iter_next(node, start, end);
-		vhost_iommu_unmap_one(v, dom,
-				      container_of(node, struct vhost_iommu_mapping,
-						   it));
-	}
-	return VIRTIO_IOMMU_S_OK;
-}
 
 /* Fill @props (probe_size bytes, zeroed) with the endpoint's properties. */
 static u8 vhost_iommu_probe(struct vhost_iommu *v,
@@ -839,12 +265,19 @@ out:
 	mutex_unlock(&vq->mutex);
 }
 
+/* Is @dev a vhost-iommu? */
+bool vhost_iommu_is_iommu(struct vhost_dev *dev)
+{
+	return dev->nvqs &&
+	       dev->vqs[0]->handle_kick == vhost_iommu_handle_req_kick;
+}
+
 /*
  * Queue a fault record for the guest and have the worker deliver it.  May be
  * called from any context that can take a spinlock.
  */
-static void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason,
-				     u32 flags, u32 endpoint, u64 address)
+void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason, u32 flags,
+			      u32 endpoint, u64 address)
 {
 	struct virtio_iommu_fault *f;
 	unsigned long irqflags;
@@ -1008,14 +441,10 @@ static void vhost_iommu_stop(struct vhost_iommu *v)
 static int vhost_iommu_release(struct inode *inode, struct file *f)
 {
 	struct vhost_iommu *v = f->private_data;
-	struct vhost_iommu_bound *b, *tmp;
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
 
-	mutex_lock(&vhost_iommu_bind_mutex);
-	list_for_each_entry_safe(b, tmp, &v->bindings, node)
-		vhost_iommu_unbind(b);
-	mutex_unlock(&vhost_iommu_bind_mutex);
+	vhost_iommu_unbind_all(v);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
@@ -1104,12 +533,9 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 		if (memcmp(&now, &c, sizeof(c))) {
 			ret = -EBUSY;
 		} else if (v->cfg.bypass != c.bypass) {
-			struct vhost_iommu_bound *b;
-
 			v->cfg.bypass = c.bypass;
 			/* Detached endpoints' translations change */
-			list_for_each_entry(b, &v->bindings, node)
-				vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+			vhost_iommu_invalidate_all(v);
 		}
 		goto out;
 	}
@@ -1215,63 +641,6 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	return 0;
 }
 
-/*
- * Translate @t->iova as @t->endpoint's DMA: fill @t->gpa, size and perm.
- * @access (VHOST_IOMMU_PERM_READ and _WRITE, or 0 to only look) must be
- * allowed.  Returns 0, -ENODEV for an unknown endpoint, or -ENOENT /
- * -EACCES with the virtio fault reason in @reason.  Caller holds v->lock.
- */
-static int vhost_iommu_xlate(struct vhost_iommu *v,
-			     struct vhost_iommu_translate *t, u32 access,
-			     u8 *reason)
-{
-	struct interval_tree_node *node;
-	struct vhost_iommu_mapping *m;
-	struct vhost_iommu_ep *ep;
-	phys_addr_t pa;
-
-	lockdep_assert_held(&v->lock);
-	t->gpa = 0;
-	t->size = 0;
-	t->perm = 0;
-	ep = xa_load(&v->endpoints, t->endpoint);
-	if (!ep)
-		return -ENODEV;
-	*reason = VIRTIO_IOMMU_FAULT_R_DOMAIN;
-	if ((!ep->domain && v->cfg.bypass) ||
-	    (ep->domain && ep->domain->bypass)) {
-		t->gpa = t->iova;
-		t->perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
-			  VHOST_IOMMU_PERM_BYPASS;
-		return 0;
-	}
-	if (!ep->domain)
-		return -ENOENT;
-
-	*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
-	node = interval_tree_iter_first(&ep->domain->mappings, t->iova,
-					t->iova);
-	m = node ? container_of(node, struct vhost_iommu_mapping, it) : NULL;
-	if (!m || !(m->flags & (VIRTIO_IOMMU_MAP_F_READ |
-				VIRTIO_IOMMU_MAP_F_WRITE)))
-		return -ENOENT;
-	/* The table and the tree disagreeing would be our bug */
-	if (WARN_ON_ONCE(gpt_lookup(&ep->domain->pt, t->iova, &pa, NULL,
-				    NULL)))
-		return -ENOENT;
-	if (m->flags & VIRTIO_IOMMU_MAP_F_READ)
-		t->perm |= VHOST_IOMMU_PERM_READ;
-	if (m->flags & VIRTIO_IOMMU_MAP_F_WRITE)
-		t->perm |= VHOST_IOMMU_PERM_WRITE;
-	if (access & ~t->perm) {
-		t->perm = 0;
-		return -EACCES;
-	}
-	t->gpa = pa;
-	t->size = m->it.last - t->iova + 1;
-	return 0;
-}
-
 static long vhost_iommu_translate(struct vhost_iommu *v,
 				  struct vhost_iommu_translate __user *argp)
 {
@@ -1295,7 +664,7 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
 	}
 	mutex_lock(&v->lock);
-	ret = vhost_iommu_xlate(v, &t, access, &reason);
+	ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
 	mutex_unlock(&v->lock);
 	if ((ret == -ENOENT || ret == -EACCES) &&
 	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
@@ -1304,218 +673,6 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		return ret;
 	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;
 }
-
-/* Answer the misses of a bound device, in a kworker */
-static void vhost_iommu_miss_work(struct work_struct *work)
-{
-	struct vhost_iommu_bound *b = container_of(work,
-						     struct vhost_iommu_bound,
-						     work);
-	struct vhost_iommu *v = b->v;
-	const struct vhost_iotlb_map *map;
-	struct vhost_iommu_translate t;
-	u32 access, fault;
-	u64 iova, size;
-	u8 reason, perm;
-	int ret, miss_access;
-	bool lost;
-
-	for (;;) {
-		spin_lock(&b->miss_lock);
-		if (!b->nr_misses) {
-			lost = b->misses_lost;
-			b->misses_lost = false;
-			spin_unlock(&b->miss_lock);
-			/* Queues that missed meanwhile miss again, kept now */
-			if (lost)
-				vhost_dev_iotlb_retry(b->dev);
-			break;
-		}
-		iova = b->misses[0].iova;
-		miss_access = b->misses[0].access;
-		access = miss_access;
-		memmove(&b->misses[0], &b->misses[1],
-			--b->nr_misses * sizeof(b->misses[0]));
-		spin_unlock(&b->miss_lock);
-
-		fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
-		perm = 0;
-		if (access & VHOST_ACCESS_RO) {
-			perm |= VHOST_IOMMU_PERM_READ;
-			fault |= VIRTIO_IOMMU_FAULT_F_READ;
-		}
-		if (access & VHOST_ACCESS_WO) {
-			perm |= VHOST_IOMMU_PERM_WRITE;
-			fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
-		}
-		t = (struct vhost_iommu_translate){
-			.endpoint = b->endpoint, .iova = iova,
-		};
-		/*
-		 * Translate and fill the device's IOTLB under v->lock, so
-		 * that no UNMAP can come between and leave a stale entry.
-		 */
-		mutex_lock(&v->lock);
-		if (b->dead || !v->running) {
-			mutex_unlock(&v->lock);
-			vhost_dev_iotlb_unanswered(b->dev, iova, miss_access);
-			continue;
-		}
-		ret = vhost_iommu_xlate(v, &t, perm, &reason);
-		if (!ret) {
-			/* Guest-physical to the VMM's address, as vhost has it */
-			map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
-			if (!map) {
-				ret = -ENOENT;
-				reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
-			}
-		}
-		if (!ret) {
-			size = map->last - t.gpa + 1;
-			if (t.size && t.size < size)
-				size = t.size;
-			access = 0;
-			if (t.perm & VHOST_IOMMU_PERM_READ)
-				access |= VHOST_ACCESS_RO;
-			if (t.perm & VHOST_IOMMU_PERM_WRITE)
-				access |= VHOST_ACCESS_WO;
-			ret = vhost_dev_iotlb_update(b->dev, iova, size,
-						     map->addr + t.gpa - map->start,
-						     access);
-		}
-		mutex_unlock(&v->lock);
-		/* The device's access faults: it stays stopped, the guest hears */
-		if (ret)
-			vhost_dev_iotlb_unanswered(b->dev, iova, miss_access);
-		if (ret == -ENOENT || ret == -EACCES)
-			vhost_iommu_report_fault(v, reason, fault, b->endpoint,
-						 iova);
-	}
-}
-
-/*
- * vhost_iotlb_ops.miss: a bound device's virtqueue mutex and iotlb_lock
- * are held.  A miss past the ones kept is retried.
- */
-static bool vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
-			     int access)
-{
-	struct vhost_iommu_bound *b = data;
-	bool kept;
-
-	spin_lock(&b->miss_lock);
-	kept = b->nr_misses < VHOST_IOMMU_MAX_MISSES;
-	if (kept) {
-		b->misses[b->nr_misses].iova = iova;
-		b->misses[b->nr_misses].access = access;
-		b->nr_misses++;
-	} else {
-		b->misses_lost = true;
-	}
-	spin_unlock(&b->miss_lock);
-	queue_work(system_unbound_wq, &b->work);
-	return kept;
-}
-
-/*
- * Undo a binding, with vhost_iommu_bind_mutex held: take our ops and our
- * translations out of the device.
- */
-static void vhost_iommu_unbind(struct vhost_iommu_bound *b)
-{
-	struct vhost_iommu *v = b->v;
-	struct vhost_iommu_ep *ep;
-
-	lockdep_assert_held(&vhost_iommu_bind_mutex);
-	mutex_lock(&v->lock);
-	b->dead = true;
-	list_del(&b->node);
-	ep = xa_load(&v->endpoints, b->endpoint);
-	if (ep && ep->binding == b)
-		ep->binding = NULL;
-	mutex_unlock(&v->lock);
-	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
-	/* No miss can come now; finish the one in flight */
-	cancel_work_sync(&b->work);
-	vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
-	list_del(&b->all);
-	kfree(b);
-}
-
-/* vhost_iotlb_ops.unbind: @dev is being cleaned up */
-static void vhost_iommu_dev_gone(struct vhost_dev *dev)
-{
-	struct vhost_iommu_bound *b, *tmp;
-
-	mutex_lock(&vhost_iommu_bind_mutex);
-	list_for_each_entry_safe(b, tmp, &vhost_iommu_bindings, all)
-		if (b->dev == dev)
-			vhost_iommu_unbind(b);
-	mutex_unlock(&vhost_iommu_bind_mutex);
-}
-
-static const struct vhost_iotlb_ops vhost_iommu_iotlb_ops = {
-	.owner	= THIS_MODULE,
-	.miss	= vhost_iommu_miss,
-	.unbind	= vhost_iommu_dev_gone,
-};
-
-static const struct file_operations vhost_iommu_fops;
-
-/* vhost_iotlb_provider.bind: VHOST_SET_IOMMU on @dev, @dev->mutex held */
-static int vhost_iommu_bind(struct file *file, u32 endpoint,
-			    struct vhost_dev *dev)
-{
-	struct vhost_iommu_bound *b;
-	struct vhost_iommu_ep *ep;
-	struct vhost_iommu *v;
-	int ret = 0;
-
-	if (file->f_op != &vhost_iommu_fops)
-		return -EINVAL;
-	v = file->private_data;
-	/*
-	 * Never a vhost-iommu (this one or another): serving a request, a
-	 * vhost-iommu takes the virtqueue mutexes of the devices bound to it,
-	 * and two bound to each other would take them in opposite orders.
-	 * vhost refuses devices without an IOTLB already; say it here too.
-	 */
-	if (dev->nvqs && dev->vqs[0]->handle_kick == vhost_iommu_handle_req_kick)
-		return -EINVAL;
-	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-	if (!b)
-		return -ENOMEM;
-	b->v = v;
-	b->dev = dev;
-	b->endpoint = endpoint;
-	spin_lock_init(&b->miss_lock);
-	INIT_WORK(&b->work, vhost_iommu_miss_work);
-
-	mutex_lock(&vhost_iommu_bind_mutex);
-	mutex_lock(&v->lock);
-	ep = xa_load(&v->endpoints, endpoint);
-	if (!ep) {
-		ret = -ENOENT;
-	} else if (ep->binding) {
-		ret = -EBUSY;
-	} else {
-		ep->binding = b;
-		list_add(&b->node, &v->bindings);
-		list_add(&b->all, &vhost_iommu_bindings);
-	}
-	mutex_unlock(&v->lock);
-	if (!ret)
-		vhost_dev_set_iotlb_ops(dev, &vhost_iommu_iotlb_ops, b);
-	mutex_unlock(&vhost_iommu_bind_mutex);
-	if (ret)
-		kfree(b);
-	return ret;
-}
-
-static const struct vhost_iotlb_provider vhost_iommu_provider = {
-	.owner	= THIS_MODULE,
-	.bind	= vhost_iommu_bind,
-};
 
 static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 {
@@ -1631,6 +788,17 @@ static const struct file_operations vhost_iommu_fops = {
 	.llseek		= noop_llseek,
 };
 
+/**
+ * vhost_iommu_from_file() - the vhost-iommu behind a file
+ * @file: a file VHOST_SET_IOMMU was given
+ *
+ * Return: the device, NULL when @file is no vhost-iommu.
+ */
+struct vhost_iommu *vhost_iommu_from_file(struct file *file)
+{
+	return file->f_op == &vhost_iommu_fops ? file->private_data : NULL;
+}
+
 static struct miscdevice vhost_iommu_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= "vhost-iommu",
@@ -1639,13 +807,13 @@ static struct miscdevice vhost_iommu_misc = {
 
 static int __init vhost_iommu_init(void)
 {
-	int ret = vhost_iotlb_provider_register(&vhost_iommu_provider);
+	int ret = vhost_iommu_iotlb_register();
 
 	if (ret)
 		return ret;
 	ret = misc_register(&vhost_iommu_misc);
 	if (ret)
-		vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+		vhost_iommu_iotlb_unregister();
 	return ret;
 }
 module_init(vhost_iommu_init);
@@ -1653,7 +821,7 @@ module_init(vhost_iommu_init);
 static void __exit vhost_iommu_exit(void)
 {
 	misc_deregister(&vhost_iommu_misc);
-	vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+	vhost_iommu_iotlb_unregister();
 }
 module_exit(vhost_iommu_exit);
 

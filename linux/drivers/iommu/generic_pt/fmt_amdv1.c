@@ -150,10 +150,13 @@ static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
 	       (pte & AMDV1_IW ? IOMMU_WRITE : 0);
 }
 
-/* No software bits: the ignored bits are left to the hardware's future */
+/*
+ * Software bits in bits 3:1, which the IOMMU ignores in every entry (bits
+ * 4:1 are ignored by the specification; bit 4 stays free).
+ */
 static inline unsigned int ptf_sw_shift(const struct gpt_table *t)
 {
-	return 0;
+	return 1;
 }
 
 static inline bool ptf_dirty_ok(const struct gpt_table *t)

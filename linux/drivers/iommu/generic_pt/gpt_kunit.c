@@ -12,6 +12,7 @@
 #include <linux/completion.h>
 #include <linux/generic_pt/gpt.h>
 #include <linux/generic_pt/iommu.h>
+#include <linux/generic_pt/marks.h>
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
@@ -364,7 +365,7 @@ struct gpt_walk_want {
 static void gpt_test_walk_sw(struct kunit *test)
 {
 	const struct gpt_test_cfg *c = test->param_value;
-	bool has_sw = c->fmt == GPT_FMT_ARMV8;
+	bool has_sw = c->fmt != GPT_FMT_VTDSS;
 	int rw = IOMMU_READ | IOMMU_WRITE;
 	int mark = has_sw ? GPT_PROT_MARK : 0;
 	struct gpt_walk_log log = {};
@@ -468,6 +469,74 @@ out:
 	gpt_test_unmap(&gt, a, 9 * g);
 	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, a + 8 * g, NULL, NULL, NULL),
 			-ENOENT);
+	gpt_test_teardown(&gt);
+}
+
+static int gpt_test_count_fn(const struct gpt_leaf *leaf, void *arg)
+{
+	(*(unsigned int *)arg)++;
+	return 0;
+}
+
+/*
+ * The lookups of <linux/generic_pt/marks.h>: a marked range is found from
+ * any of its pages, as far as asked; whether a range holds a page, the
+ * whole input space included (a length cannot say 2^64 in AMD v1).
+ */
+static void gpt_test_marks(struct kunit *test)
+{
+	const struct gpt_test_cfg *c = test->param_value;
+	int mark = IOMMU_READ | IOMMU_WRITE | GPT_PROT_MARK;
+	u64 top = gpt_test_max_iova(c);
+	struct gpt_leaf page;
+	struct gpt_test gt;
+	unsigned int n = 0;
+	u64 g, a;
+
+	if (c->fmt == GPT_FMT_VTDSS)
+		kunit_skip(test, "no software bits in this format");
+	gpt_test_setup(test, &gt);
+	g = gt.min;
+	a = 64 * g;
+	/* Four pages of their own (odd output), and a range of one after */
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, 1001 * g, 4 * g, mark,
+				      GFP_KERNEL, NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a + 4 * g, 2001 * g, g, mark,
+				      GFP_KERNEL, NULL), 0);
+
+	KUNIT_EXPECT_FALSE(test, gpt_marks_page(&gt.t, a - 1, &page));
+	KUNIT_ASSERT_TRUE(test, gpt_marks_page(&gt.t, a + g + 5, &page));
+	KUNIT_EXPECT_EQ(test, page.iova, a + g);
+	KUNIT_EXPECT_EQ(test, page.sw, 0U);
+	/* To the page marked last, never into the range after it */
+	KUNIT_EXPECT_EQ(test, gpt_marks_end(&gt.t, &page, top), a + 4 * g - 1);
+	/* As far as asked: up to the page that holds the limit */
+	KUNIT_EXPECT_EQ(test, gpt_marks_end(&gt.t, &page, a + 2 * g),
+			a + 3 * g - 1);
+	KUNIT_EXPECT_EQ(test, gpt_marks_end(&gt.t, &page, a + g),
+			a + 2 * g - 1);
+	KUNIT_ASSERT_TRUE(test, gpt_marks_page(&gt.t, a + 4 * g, &page));
+	KUNIT_EXPECT_EQ(test, page.sw, GPT_SW_FIRST | GPT_SW_LAST);
+	KUNIT_EXPECT_EQ(test, gpt_marks_end(&gt.t, &page, top), a + 5 * g - 1);
+
+	KUNIT_EXPECT_TRUE(test, gpt_marks_any(&gt.t, 0, top));
+	KUNIT_EXPECT_TRUE(test, gpt_marks_any(&gt.t, a + 5 * g - 1,
+					      a + 5 * g - 1));
+	KUNIT_EXPECT_FALSE(test, gpt_marks_any(&gt.t, a + 5 * g, top));
+	KUNIT_EXPECT_FALSE(test, gpt_marks_any(&gt.t, 0, a - 1));
+
+	/* A page at the very top, alone: a lookup of everything sees it */
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, top - g + 1, 3001 * g, g, mark,
+				      GFP_KERNEL, NULL), 0);
+	gpt_test_unmap(&gt, a, 5 * g);
+	KUNIT_EXPECT_TRUE(test, gpt_marks_any(&gt.t, 0, top));
+	KUNIT_EXPECT_TRUE(test, gpt_marks_any(&gt.t, top, top));
+	KUNIT_EXPECT_FALSE(test, gpt_marks_any(&gt.t, 0, top - g));
+	KUNIT_EXPECT_EQ(test, gpt_marks_walk(&gt.t, 0, top, gpt_test_count_fn,
+					     &n), 0);
+	KUNIT_EXPECT_EQ(test, n, 1U);
+	gpt_test_unmap(&gt, top - g + 1, g);
+	KUNIT_EXPECT_FALSE(test, gpt_marks_any(&gt.t, 0, top));
 	gpt_test_teardown(&gt);
 }
 
@@ -1133,6 +1202,7 @@ static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_every_size, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_prot, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_walk_sw, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_marks, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_bad_input, gpt_cfgs_gen_params),
 	KUNIT_CASE(gpt_test_bad_cfg),
 	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),

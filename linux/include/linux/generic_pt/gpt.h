@@ -12,7 +12,8 @@
  * AMD top level is grown with cmpxchg).  Calls on overlapping ranges must be
  * serialised by the caller, as must gpt_deinit() against everything else.
  * Tables freed by gpt_unmap() are handed back on the gather freelist and must
- * only be released (iommu_put_pages_list()) after the IOTLB was flushed.
+ * only be released (iommu_put_pages_list(), or gpt_free_gathered() outside
+ * drivers/iommu) after the IOTLB was flushed.
  */
 #ifndef __LINUX_GENERIC_PT_GPT_H
 #define __LINUX_GENERIC_PT_GPT_H
@@ -284,8 +285,8 @@ static inline int gpt_map(struct gpt_table *t, u64 iova, phys_addr_t pa,
  * @iova: first input address, aligned to the smallest page size
  * @len: length in bytes, a multiple of the smallest page size
  * @gather: receives the IOVA range to flush and the freed tables on its
- *          freelist; release those with iommu_put_pages_list() after the
- *          IOTLB flush
+ *          freelist; release those with iommu_put_pages_list() (or
+ *          gpt_free_gathered()) after the IOTLB flush
  *
  * Never leaves part of a large page mapped: the walk stops at the first
  * leaf that is only partly inside the range (use gpt_cut() first to unmap
@@ -417,6 +418,16 @@ static inline int gpt_set_sw(struct gpt_table *t, u64 iova, unsigned int set,
 {
 	return t->ops->set_sw(t, iova, set, clear);
 }
+
+/**
+ * gpt_free_gathered() - free the tables gpt_unmap() queued on @gather
+ * @gather: the gather passed to gpt_unmap(); its freelist ends up empty
+ *
+ * For users outside drivers/iommu, and for tables no hardware walks: call
+ * it once no walker can hold the tables, after the IOTLB flush if any.
+ * Pages are accounted as the library allocated them (IOMMU page tables).
+ */
+void gpt_free_gathered(struct iommu_iotlb_gather *gather);
 
 /**
  * gpt_deinit() - free every table

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu: domains and what they map.
+ *
+ * Each domain keeps its MAPs in one generic_pt table, in the AMD v1 format
+ * used as a software table: it grows to 64 input bits on demand, holds 52
+ * output bits, and nothing walks it but this file.  The table is the only
+ * record of the MAPs: gpt_map() marks the first page of each GPT_SW_FIRST
+ * and its last GPT_SW_LAST (<linux/generic_pt/marks.h>, as the guest driver
+ * keeps its own), which is what the spec's rules need: an UNMAP that would
+ * split a MAP is refused, a MAP that overlaps one too.  A MAP with neither
+ * READ nor WRITE is legal and kept like any other, so that those rules hold
+ * for it, but each of its pages is marked VHOST_IOMMU_SW_NONE and translates
+ * to nothing.
+ *
+ * The budget (max_table_pages) counts the table pages, and UNMAP frees the
+ * tables it empties.  Everything here runs under vhost_iommu.lock.
+ */
+#include <linux/generic_pt/marks.h>
+#include <linux/iommu.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "iommu.h"
+
+/* The pages of a MAP without access */
+#define VHOST_IOMMU_SW_NONE		GPT_SW_USER
+
+/* AMD v1: a leaf table spans 2 MiB, each level up 512 times more */
+#define VHOST_IOMMU_PT_LEAF_SHIFT	21
+#define VHOST_IOMMU_PT_LEVEL_BITS	9
+
+static u64 vhost_iommu_granule(struct vhost_iommu *v)
+{
+	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
+}
+
+/*
+ * Free the tables around @iova that hold nothing any more.  gpt_unmap()
+ * only frees a table whose whole span it unmaps, so unmapping part of a
+ * table's span (one page, or the edges of a range) leaves the table in
+ * place even when nothing is left in it, and the budget would count it
+ * for as long as the domain lives.  Going up from the leaf table's span:
+ * while nothing is mapped in the span, unmapping the whole span frees its
+ * table; the first span that still maps something ends the walk.  Tables
+ * hold nothing empty once this ran after each UNMAP, so each check stops
+ * at its first entry in use.
+ */
+static void vhost_iommu_pt_prune(struct vhost_iommu_domain *dom, u64 iova,
+				 struct iommu_iotlb_gather *gather)
+{
+	unsigned int shift;
+	u64 span, first;
+
+	for (shift = VHOST_IOMMU_PT_LEAF_SHIFT; shift < 64;
+	     shift += VHOST_IOMMU_PT_LEVEL_BITS) {
+		span = 1ULL << shift;
+		first = iova & ~(span - 1);
+		if (gpt_marks_any(&dom->pt, first, first + span - 1))
+			return;
+		gpt_unmap(&dom->pt, first, span, gather);
+	}
+}
+
+/*
+ * Unmap [@iova, @last], where no page sticks out, free every table that
+ * leaves empty, and keep the budget's count.
+ */
+static void vhost_iommu_pt_clear(struct vhost_iommu *v,
+				 struct vhost_iommu_domain *dom, u64 iova,
+				 u64 last)
+{
+	long tables = atomic_long_read(&dom->pt.nr_tables);
+	struct iommu_iotlb_gather gather;
+	u64 len = last - iova + 1;
+
+	iommu_iotlb_gather_init(&gather);
+	/* A length cannot say 2^64: the lower half goes first */
+	if (!len) {
+		gpt_unmap(&dom->pt, 0, BIT_ULL(63), &gather);
+		len = BIT_ULL(63);
+	}
+	gpt_unmap(&dom->pt, last - len + 1, len, &gather);
+	vhost_iommu_pt_prune(dom, iova, &gather);
+	if ((iova ^ last) >> VHOST_IOMMU_PT_LEAF_SHIFT)
+		vhost_iommu_pt_prune(dom, last, &gather);
+	/* Nothing walks this table but us: free right away. */
+	gpt_free_gathered(&gather);
+	v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) - tables;
+}
+
+/* Mark each page of [@iova, @last] as translating nothing */
+static void vhost_iommu_pt_deny(struct vhost_iommu_domain *dom, u64 iova,
+				u64 last)
+{
+	struct gpt_leaf page;
+
+	while (gpt_marks_page(&dom->pt, iova, &page)) {
+		gpt_set_sw(&dom->pt, iova, VHOST_IOMMU_SW_NONE, 0);
+		if (page.iova + page.size - 1 >= last)
+			break;
+		iova = page.iova + page.size;
+	}
+}
+
+/*
+ * Map one MAP, marked, within the device's page-table budget.  gpt_map()
+ * goes in chunks: a chunk is 512 of the largest pages the alignment of
+ * @iova against @phys allows (at most 1 GiB pages), aligned, so it needs
+ * at most a couple of new tables and still takes the largest pages.
+ * Between chunks the budget is checked and the CPU given up, so that one
+ * MAP of a huge range that must use small pages can neither eat host
+ * memory nor hold the worker for long.  A MAP of one chunk, the common
+ * case, is marked by gpt_map() itself; a longer one gets its marks after.
+ */
+static int vhost_iommu_pt_map(struct vhost_iommu *v,
+			      struct vhost_iommu_domain *dom, u64 iova,
+			      u64 phys, u64 len, int prot, bool none)
+{
+	long others = v->nr_table_pages - atomic_long_read(&dom->pt.nr_tables);
+	unsigned int lg = (iova ^ phys) ? __ffs64(iova ^ phys) : 63;
+	u64 chunk = 1ULL << (min(lg, 30U) + 9), done = 0, n;
+	int mark = 0, ret = 0;
+
+	while (done < len) {
+		if (others + atomic_long_read(&dom->pt.nr_tables) >=
+		    v->cfg.max_table_pages) {
+			ret = -ENOMEM;
+			break;
+		}
+		n = min(len - done, chunk - ((iova + done) & (chunk - 1)));
+		if (n == len)
+			mark = GPT_PROT_MARK;
+		ret = gpt_map(&dom->pt, iova + done, phys + done, n,
+			      prot | mark, GFP_KERNEL_ACCOUNT, NULL);
+		if (ret)
+			break;
+		if (none)
+			vhost_iommu_pt_deny(dom, iova + done, iova + done + n - 1);
+		done += n;
+		if (done < len)
+			cond_resched();
+	}
+	v->nr_table_pages = others + atomic_long_read(&dom->pt.nr_tables);
+	if (!ret && !mark) {
+		gpt_set_sw(&dom->pt, iova, GPT_SW_FIRST, 0);
+		gpt_set_sw(&dom->pt, iova + len - 1, GPT_SW_LAST, 0);
+	}
+	return ret;
+}
+
+static void vhost_iommu_free_domain(struct vhost_iommu *v,
+				    struct vhost_iommu_domain *dom)
+{
+	xa_erase(&v->domains, dom->id);
+	v->nr_mappings -= dom->nr_mappings;
+	if (!dom->bypass) {
+		v->nr_table_pages -= atomic_long_read(&dom->pt.nr_tables);
+		gpt_deinit(&dom->pt);
+	}
+	v->nr_domains--;
+	kfree(dom);
+}
+
+void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
+{
+	struct vhost_iommu_domain *dom = ep->domain;
+
+	if (!dom)
+		return;
+	vhost_iommu_invalidate_ep(v, ep);
+	list_del(&ep->node);
+	ep->domain = NULL;
+	if (!--dom->nr_endpoints)
+		vhost_iommu_free_domain(v, dom);
+}
+
+/* Device reset: every domain goes, endpoints stay, detached. */
+void vhost_iommu_reset(struct vhost_iommu *v)
+{
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+
+	lockdep_assert_held(&v->lock);
+	xa_for_each(&v->endpoints, id, ep)
+		vhost_iommu_detach_ep(v, ep);
+}
+
+/* Does [@start, @last] meet one of @ep's reserved regions? */
+static bool vhost_iommu_ep_resv_meets(const struct vhost_iommu_ep *ep,
+				      u64 start, u64 last)
+{
+	u32 i;
+
+	for (i = 0; i < ep->nr_resv; i++)
+		if (ep->resv[i].start <= last && start <= ep->resv[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * A domain never maps into a reserved region (the MSI window included) of
+ * an endpoint attached to it: MAP checks the endpoints there, ATTACH the
+ * mappings there.
+ */
+static bool vhost_iommu_dom_resv_meets(struct vhost_iommu_domain *dom,
+				       u64 start, u64 last)
+{
+	struct vhost_iommu_ep *ep;
+
+	list_for_each_entry(ep, &dom->endpoints, node)
+		if (vhost_iommu_ep_resv_meets(ep, start, last))
+			return true;
+	return false;
+}
+
+static bool vhost_iommu_resv_mapped(struct vhost_iommu_domain *dom,
+				    const struct vhost_iommu_ep *ep)
+{
+	u32 i;
+
+	if (dom->bypass)
+		return false;
+	for (i = 0; i < ep->nr_resv; i++)
+		if (gpt_marks_any(&dom->pt, ep->resv[i].start, ep->resv[i].end))
+			return true;
+	return false;
+}
+
+static struct vhost_iommu_domain *
+vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass)
+{
+	static const struct gpt_amdv1_cfg ptcfg = {
+		.levels = 3,
+		.nid = NUMA_NO_NODE,
+	};
+	struct vhost_iommu_domain *dom;
+	int ret = 0;
+
+	if (v->nr_domains >= v->cfg.max_domains)
+		return NULL;
+	dom = kzalloc(sizeof(*dom), GFP_KERNEL_ACCOUNT);
+	if (!dom)
+		return NULL;
+	dom->id = domain;
+	dom->bypass = bypass;
+	INIT_LIST_HEAD(&dom->endpoints);
+	if (!bypass && gpt_amdv1_init(&dom->pt, &ptcfg, GFP_KERNEL_ACCOUNT)) {
+		kfree(dom);
+		return NULL;
+	}
+	/* Its top table counts against the budget */
+	if (!bypass && v->nr_table_pages +
+	    atomic_long_read(&dom->pt.nr_tables) > v->cfg.max_table_pages)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = xa_err(xa_store(&v->domains, domain, dom,
+				      GFP_KERNEL_ACCOUNT));
+	if (ret) {
+		if (!bypass)
+			gpt_deinit(&dom->pt);
+		kfree(dom);
+		return NULL;
+	}
+	v->nr_domains++;
+	if (!bypass)
+		v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables);
+	return dom;
+}
+
+u8 vhost_iommu_attach(struct vhost_iommu *v,
+		      const struct virtio_iommu_req_attach *req)
+{
+	u32 domain = le32_to_cpu(req->domain);
+	u32 flags = le32_to_cpu(req->flags);
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_ep *ep;
+	bool bypass;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)) ||
+	    (flags & ~VIRTIO_IOMMU_ATTACH_F_BYPASS))
+		return VIRTIO_IOMMU_S_INVAL;
+	bypass = flags & VIRTIO_IOMMU_ATTACH_F_BYPASS;
+	if (bypass && !vhost_iommu_acked(v, VIRTIO_IOMMU_F_BYPASS_CONFIG))
+		return VIRTIO_IOMMU_S_INVAL;
+
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
+		return VIRTIO_IOMMU_S_RANGE;
+
+	dom = xa_load(&v->domains, domain);
+	if (dom) {
+		if (dom->bypass != bypass)
+			return VIRTIO_IOMMU_S_INVAL;
+		if (ep->domain == dom)
+			return VIRTIO_IOMMU_S_OK;
+		if (vhost_iommu_resv_mapped(dom, ep))
+			return VIRTIO_IOMMU_S_INVAL;
+	} else {
+		dom = vhost_iommu_new_domain(v, domain, bypass);
+		if (!dom)
+			return VIRTIO_IOMMU_S_NOMEM;
+	}
+
+	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
+	vhost_iommu_detach_ep(v, ep);
+	/* A bound device may have cached bypass translations */
+	vhost_iommu_invalidate_ep(v, ep);
+	ep->domain = dom;
+	list_add(&ep->node, &dom->endpoints);
+	dom->nr_endpoints++;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+u8 vhost_iommu_detach(struct vhost_iommu *v,
+		      const struct virtio_iommu_req_detach *req)
+{
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_ep *ep;
+
+	/* reserved is ignored (virtio 1.3: MUST) */
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	/* No such domain, or not this endpoint's: the spec's INVAL */
+	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
+	if (!dom || ep->domain != dom)
+		return VIRTIO_IOMMU_S_INVAL;
+	vhost_iommu_detach_ep(v, ep);
+	return VIRTIO_IOMMU_S_OK;
+}
+
+/*
+ * The domain a MAP or UNMAP of [@start, @end] acts on, in *@dom.
+ * Return: VIRTIO_IOMMU_S_OK, or the status that refuses the request.
+ */
+static u8 vhost_iommu_table_domain(struct vhost_iommu *v, __le32 domain,
+				   u64 start, u64 end,
+				   struct vhost_iommu_domain **dom)
+{
+	if (end < start)
+		return VIRTIO_IOMMU_S_INVAL;
+	*dom = xa_load(&v->domains, le32_to_cpu(domain));
+	if (!*dom)
+		return VIRTIO_IOMMU_S_NOENT;
+	if ((*dom)->bypass)
+		return VIRTIO_IOMMU_S_INVAL;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+u8 vhost_iommu_map(struct vhost_iommu *v,
+		   const struct virtio_iommu_req_map *req)
+{
+	u64 start = le64_to_cpu(req->virt_start);
+	u64 end = le64_to_cpu(req->virt_end);
+	u64 phys = le64_to_cpu(req->phys_start);
+	u32 flags = le32_to_cpu(req->flags);
+	u64 mask = vhost_iommu_granule(v) - 1;
+	struct vhost_iommu_domain *dom;
+	int prot = 0;
+	u64 len;
+	u8 status;
+	int ret;
+
+	if (flags & ~(VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE))
+		return VIRTIO_IOMMU_S_INVAL;	/* MMIO is not offered */
+	status = vhost_iommu_table_domain(v, req->domain, start, end, &dom);
+	if (status)
+		return status;
+	if ((start & mask) || (phys & mask) || ((end + 1) & mask))
+		return VIRTIO_IOMMU_S_RANGE;
+	if (start < v->cfg.input_start || end > v->cfg.input_end)
+		return VIRTIO_IOMMU_S_RANGE;
+	len = end - start + 1;
+	/* The whole 64-bit space cannot be one length; nor may phys wrap. */
+	if (!len || phys + (len - 1) < phys)
+		return VIRTIO_IOMMU_S_RANGE;
+	/* Nor may it go past what the table holds (52 bits in AMD v1). */
+	if (dom->pt.oas < 64 && (phys + (len - 1)) >> dom->pt.oas)
+		return VIRTIO_IOMMU_S_RANGE;
+	if (gpt_marks_any(&dom->pt, start, end))
+		return VIRTIO_IOMMU_S_INVAL;
+	if (vhost_iommu_dom_resv_meets(dom, start, end))
+		return VIRTIO_IOMMU_S_INVAL;
+	if (v->nr_mappings >= v->cfg.max_mappings)
+		return VIRTIO_IOMMU_S_NOMEM;
+
+	if (flags & VIRTIO_IOMMU_MAP_F_READ)
+		prot |= IOMMU_READ;
+	if (flags & VIRTIO_IOMMU_MAP_F_WRITE)
+		prot |= IOMMU_WRITE;
+	/* Without access the pages only hold the MAP's place */
+	ret = vhost_iommu_pt_map(v, dom, start, phys, len, prot ?: IOMMU_READ,
+				 !prot);
+	if (ret) {
+		/* The range was free: all that is there now is ours to undo */
+		vhost_iommu_pt_clear(v, dom, start, end);
+		switch (ret) {
+		case -ENOMEM:
+			return VIRTIO_IOMMU_S_NOMEM;
+		case -ERANGE:
+			return VIRTIO_IOMMU_S_RANGE;
+		case -EINVAL:
+			return VIRTIO_IOMMU_S_INVAL;
+		default:
+			return VIRTIO_IOMMU_S_DEVERR;
+		}
+	}
+	dom->nr_mappings++;
+	v->nr_mappings++;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+/* What an UNMAP removes: the MAPs that start in it, and where they lie */
+struct vhost_iommu_unmapped {
+	unsigned long maps;
+	u64 first;
+	u64 last;
+};
+
+static int vhost_iommu_count_page(const struct gpt_leaf *leaf, void *arg)
+{
+	struct vhost_iommu_unmapped *u = arg;
+
+	if ((leaf->sw & GPT_SW_FIRST) && !u->maps++)
+		u->first = leaf->iova;
+	u->last = leaf->iova + leaf->size - 1;
+	return 0;
+}
+
+u8 vhost_iommu_unmap(struct vhost_iommu *v,
+		     const struct virtio_iommu_req_unmap *req)
+{
+	u64 start = le64_to_cpu(req->virt_start);
+	u64 end = le64_to_cpu(req->virt_end);
+	struct vhost_iommu_unmapped u = {};
+	struct vhost_iommu_domain *dom;
+	struct gpt_leaf page;
+	u8 status;
+
+	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)))
+		return VIRTIO_IOMMU_S_INVAL;
+	status = vhost_iommu_table_domain(v, req->domain, start, end, &dom);
+	if (status)
+		return status;
+
+	/*
+	 * Only a MAP holding @start or @end can stick out of the range: the
+	 * page there must begin, or end, a MAP.  Refuse before removing
+	 * anything.
+	 */
+	if (gpt_marks_page(&dom->pt, start, &page)) {
+		if (page.iova != start || !(page.sw & GPT_SW_FIRST))
+			return VIRTIO_IOMMU_S_RANGE;
+		/* A MAP of one page, the DMA API's commonest: one lookup */
+		if ((page.sw & GPT_SW_LAST) &&
+		    page.iova + page.size - 1 == end) {
+			u = (struct vhost_iommu_unmapped){ 1, start, end };
+			goto remove;
+		}
+	}
+	if (gpt_marks_page(&dom->pt, end, &page) &&
+	    (page.iova + page.size - 1 != end || !(page.sw & GPT_SW_LAST)))
+		return VIRTIO_IOMMU_S_RANGE;
+	gpt_marks_walk(&dom->pt, start, end, vhost_iommu_count_page, &u);
+	if (!u.maps)
+		return VIRTIO_IOMMU_S_OK;	/* holes only */
+remove:
+	/* Before the request completes, no bound device may use them */
+	vhost_iommu_invalidate_dom(v, dom, u.first, u.last);
+	vhost_iommu_pt_clear(v, dom, u.first, u.last);
+	dom->nr_mappings -= u.maps;
+	v->nr_mappings -= u.maps;
+	return VIRTIO_IOMMU_S_OK;
+}
+
+/**
+ * vhost_iommu_xlate() - translate an IOVA as an endpoint's DMA
+ * @v: the device, its lock held
+ * @t: @t->endpoint and @t->iova in; @t->gpa, size and perm out
+ * @access: VHOST_IOMMU_PERM_READ and _WRITE that must be allowed, or 0 to
+ *          only look
+ * @reason: the virtio fault reason, when translation fails
+ * @max: the most bytes from @t->iova the caller can use (U64_MAX: all):
+ *       @t->size says how far the MAP goes, up to this, and the lookup
+ *       goes no further
+ *
+ * Return: 0, -ENODEV for an unknown endpoint, or -ENOENT / -EACCES with
+ * @reason set.
+ */
+int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
+		      u32 access, u8 *reason, u64 max)
+{
+	struct vhost_iommu_domain *dom;
+	struct vhost_iommu_ep *ep;
+	struct gpt_leaf page;
+	u64 limit, end;
+
+	lockdep_assert_held(&v->lock);
+	t->gpa = 0;
+	t->size = 0;
+	t->perm = 0;
+	ep = xa_load(&v->endpoints, t->endpoint);
+	if (!ep)
+		return -ENODEV;
+	dom = ep->domain;
+	*reason = VIRTIO_IOMMU_FAULT_R_DOMAIN;
+	if ((!dom && v->cfg.bypass) || (dom && dom->bypass)) {
+		t->gpa = t->iova;
+		t->perm = VHOST_IOMMU_PERM_READ | VHOST_IOMMU_PERM_WRITE |
+			  VHOST_IOMMU_PERM_BYPASS;
+		return 0;
+	}
+	if (!dom)
+		return -ENOENT;
+
+	*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+	if (!gpt_marks_page(&dom->pt, t->iova, &page) ||
+	    (page.sw & VHOST_IOMMU_SW_NONE))
+		return -ENOENT;
+	if (page.prot & IOMMU_READ)
+		t->perm |= VHOST_IOMMU_PERM_READ;
+	if (page.prot & IOMMU_WRITE)
+		t->perm |= VHOST_IOMMU_PERM_WRITE;
+	if (access & ~t->perm) {
+		t->perm = 0;
+		return -EACCES;
+	}
+	t->gpa = page.pa + (t->iova - page.iova);
+	/* The rest of the MAP is contiguous, with the same access */
+	limit = max - 1 <= U64_MAX - t->iova ? t->iova + max - 1 : U64_MAX;
+	end = min(gpt_marks_end(&dom->pt, &page, limit), limit);
+	t->size = end - t->iova + 1;
+	return 0;
+}

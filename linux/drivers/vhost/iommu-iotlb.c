@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu: the IOTLB provider.
+ *
+ * VHOST_SET_IOMMU on another vhost device (vhost-net) binds it to one of
+ * our endpoints: vhost core then sends its IOTLB misses here.  A kworker
+ * translates each through the endpoint's domain and the memory table and
+ * fills the device's IOTLB; UNMAP, DETACH, reset and a change of the
+ * bypass config invalidate what bound devices cached.
+ */
+#include <linux/file.h>
+#include <linux/slab.h>
+#include <linux/vhost.h>
+
+#include "iommu.h"
+
+/* Serialises binding and unbinding; the lock order is in iommu.h */
+DEFINE_MUTEX(vhost_iommu_bind_mutex);
+/* Every binding of every vhost-iommu, under vhost_iommu_bind_mutex */
+static LIST_HEAD(vhost_iommu_bindings);
+
+/**
+ * vhost_iommu_invalidate_dom() - bound devices behind a domain forget a range
+ * @v: the device, its lock held
+ * @dom: the domain
+ * @start: first IOVA
+ * @last: last IOVA
+ */
+void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
+				struct vhost_iommu_domain *dom,
+				u64 start, u64 last)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&v->lock);
+	list_for_each_entry(b, &v->bindings, node) {
+		ep = xa_load(&v->endpoints, b->endpoint);
+		if (ep && ep->domain == dom)
+			vhost_dev_iotlb_invalidate(b->dev, start, last);
+	}
+}
+
+/**
+ * vhost_iommu_invalidate_ep() - the device bound to an endpoint forgets all
+ * @v: the device, its lock held
+ * @ep: the endpoint
+ */
+void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
+			       struct vhost_iommu_ep *ep)
+{
+	lockdep_assert_held(&v->lock);
+	if (ep->binding)
+		vhost_dev_iotlb_invalidate(ep->binding->dev, 0, U64_MAX);
+}
+
+/**
+ * vhost_iommu_invalidate_all() - every bound device forgets everything
+ * @v: the device, its lock held
+ */
+void vhost_iommu_invalidate_all(struct vhost_iommu *v)
+{
+	struct vhost_iommu_bound *b;
+
+	lockdep_assert_held(&v->lock);
+	list_for_each_entry(b, &v->bindings, node)
+		vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+}
+
+/* VHOST_ACCESS_* of a miss as VHOST_IOMMU_PERM_* and fault flags */
+static u32 vhost_iommu_miss_perm(int access, u32 *fault)
+{
+	u32 perm = 0;
+
+	*fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+	if (access & VHOST_ACCESS_RO) {
+		perm |= VHOST_IOMMU_PERM_READ;
+		*fault |= VIRTIO_IOMMU_FAULT_F_READ;
+	}
+	if (access & VHOST_ACCESS_WO) {
+		perm |= VHOST_IOMMU_PERM_WRITE;
+		*fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
+	}
+	return perm;
+}
+
+/*
+ * Answer one miss: translate and fill the device's IOTLB under v->lock,
+ * so that no UNMAP can come between and leave a stale entry.
+ */
+static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
+			      u32 perm, u8 *reason)
+{
+	struct vhost_iommu *v = b->v;
+	const struct vhost_iotlb_map *map = NULL;
+	struct vhost_iommu_translate t = {
+		.endpoint = b->endpoint, .iova = iova,
+	};
+	u64 size;
+	int access = 0, ret;
+
+	mutex_lock(&v->lock);
+	if (b->dead || !v->running) {
+		ret = -ENODEV;
+		goto out;
+	}
+	/* Where it goes, then how far both the MAP and the memory go */
+	ret = vhost_iommu_xlate(v, &t, perm, reason, 1);
+	if (!ret) {
+		/* Guest-physical to the VMM's address, as vhost has it */
+		map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
+		if (!map) {
+			ret = -ENOENT;
+			*reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
+		}
+	}
+	if (ret)
+		goto out;
+	size = map->last - t.gpa + 1;
+	if (t.size) {
+		/* Not in bypass: the MAP may end sooner */
+		vhost_iommu_xlate(v, &t, perm, reason, size ?: U64_MAX);
+		size = t.size;
+	}
+	if (t.perm & VHOST_IOMMU_PERM_READ)
+		access |= VHOST_ACCESS_RO;
+	if (t.perm & VHOST_IOMMU_PERM_WRITE)
+		access |= VHOST_ACCESS_WO;
+	ret = vhost_dev_iotlb_update(b->dev, iova, size,
+				     map->addr + t.gpa - map->start, access);
+out:
+	mutex_unlock(&v->lock);
+	return ret;
+}
+
+/* Answer the misses of a bound device, in a kworker */
+static void vhost_iommu_miss_work(struct work_struct *work)
+{
+	struct vhost_iommu_bound *b = container_of(work,
+						     struct vhost_iommu_bound,
+						     work);
+	int ret, access;
+	u32 perm, fault;
+	bool lost;
+	u64 iova;
+	u8 reason;
+
+	for (;;) {
+		spin_lock(&b->miss_lock);
+		if (!b->nr_misses) {
+			lost = b->misses_lost;
+			b->misses_lost = false;
+			spin_unlock(&b->miss_lock);
+			/* Queues that missed meanwhile miss again, kept now */
+			if (lost)
+				vhost_dev_iotlb_retry(b->dev);
+			break;
+		}
+		iova = b->misses[0].iova;
+		access = b->misses[0].access;
+		memmove(&b->misses[0], &b->misses[1],
+			--b->nr_misses * sizeof(b->misses[0]));
+		spin_unlock(&b->miss_lock);
+
+		perm = vhost_iommu_miss_perm(access, &fault);
+		ret = vhost_iommu_answer(b, iova, perm, &reason);
+		/* The device's access faults: it stays stopped, the guest hears */
+		if (ret)
+			vhost_dev_iotlb_unanswered(b->dev, iova, access);
+		if (ret == -ENOENT || ret == -EACCES)
+			vhost_iommu_report_fault(b->v, reason, fault,
+						 b->endpoint, iova);
+	}
+}
+
+/*
+ * vhost_iotlb_ops.miss: a bound device's virtqueue mutex and iotlb_lock
+ * are held.  A miss past the ones kept is retried.
+ */
+static bool vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
+			     int access)
+{
+	struct vhost_iommu_bound *b = data;
+	bool kept;
+
+	spin_lock(&b->miss_lock);
+	kept = b->nr_misses < VHOST_IOMMU_MAX_MISSES;
+	if (kept) {
+		b->misses[b->nr_misses].iova = iova;
+		b->misses[b->nr_misses].access = access;
+		b->nr_misses++;
+	} else {
+		b->misses_lost = true;
+	}
+	spin_unlock(&b->miss_lock);
+	queue_work(system_unbound_wq, &b->work);
+	return kept;
+}
+
+/**
+ * vhost_iommu_unbind() - undo a binding
+ * @b: the binding; freed
+ *
+ * Takes our ops and our translations out of the device.  Caller holds
+ * vhost_iommu_bind_mutex, not the device's lock.
+ */
+void vhost_iommu_unbind(struct vhost_iommu_bound *b)
+{
+	struct vhost_iommu *v = b->v;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	b->dead = true;
+	list_del(&b->node);
+	ep = xa_load(&v->endpoints, b->endpoint);
+	if (ep && ep->binding == b)
+		ep->binding = NULL;
+	mutex_unlock(&v->lock);
+	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
+	/* No miss can come now; finish the one in flight */
+	cancel_work_sync(&b->work);
+	vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+	list_del(&b->all);
+	kfree(b);
+}
+
+/**
+ * vhost_iommu_unbind_all() - undo every binding of a device going away
+ * @v: the device
+ */
+void vhost_iommu_unbind_all(struct vhost_iommu *v)
+{
+	struct vhost_iommu_bound *b, *tmp;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &v->bindings, node)
+		vhost_iommu_unbind(b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+/* vhost_iotlb_ops.unbind: @dev is being cleaned up */
+static void vhost_iommu_dev_gone(struct vhost_dev *dev)
+{
+	struct vhost_iommu_bound *b, *tmp;
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	list_for_each_entry_safe(b, tmp, &vhost_iommu_bindings, all)
+		if (b->dev == dev)
+			vhost_iommu_unbind(b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+}
+
+static const struct vhost_iotlb_ops vhost_iommu_iotlb_ops = {
+	.owner	= THIS_MODULE,
+	.miss	= vhost_iommu_miss,
+	.unbind	= vhost_iommu_dev_gone,
+};
+
+/* vhost_iotlb_provider.bind: VHOST_SET_IOMMU on @dev, @dev->mutex held */
+static int vhost_iommu_bind(struct file *file, u32 endpoint,
+			    struct vhost_dev *dev)
+{
+	struct vhost_iommu *v = vhost_iommu_from_file(file);
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+	int ret = 0;
+
+	if (!v)
+		return -EINVAL;
+	/*
+	 * Never a vhost-iommu (this one or another): serving a request, a
+	 * vhost-iommu takes the virtqueue mutexes of the devices bound to it,
+	 * and two bound to each other would take them in opposite orders.
+	 * vhost refuses devices without an IOTLB already; say it here too.
+	 */
+	if (vhost_iommu_is_iommu(dev))
+		return -EINVAL;
+	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return -ENOMEM;
+	b->v = v;
+	b->dev = dev;
+	b->endpoint = endpoint;
+	spin_lock_init(&b->miss_lock);
+	INIT_WORK(&b->work, vhost_iommu_miss_work);
+
+	mutex_lock(&vhost_iommu_bind_mutex);
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, endpoint);
+	if (!ep) {
+		ret = -ENOENT;
+	} else if (ep->binding) {
+		ret = -EBUSY;
+	} else {
+		ep->binding = b;
+		list_add(&b->node, &v->bindings);
+		list_add(&b->all, &vhost_iommu_bindings);
+	}
+	mutex_unlock(&v->lock);
+	if (!ret)
+		vhost_dev_set_iotlb_ops(dev, &vhost_iommu_iotlb_ops, b);
+	mutex_unlock(&vhost_iommu_bind_mutex);
+	if (ret)
+		kfree(b);
+	return ret;
+}
+
+static const struct vhost_iotlb_provider vhost_iommu_provider = {
+	.owner	= THIS_MODULE,
+	.bind	= vhost_iommu_bind,
+};
+
+int vhost_iommu_iotlb_register(void)
+{
+	return vhost_iotlb_provider_register(&vhost_iommu_provider);
+}
+
+void vhost_iommu_iotlb_unregister(void)
+{
+	vhost_iotlb_provider_unregister(&vhost_iommu_provider);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vhost-iommu, the virtio-iommu device in the host kernel: what its parts
+ * share.  iommu.c is the device (the file, the queues, endpoints, faults),
+ * iommu-domain.c the domains and what they map, iommu-iotlb.c the IOTLB
+ * provider that translates for the vhost devices bound to endpoints.
+ */
+#ifndef _DRIVERS_VHOST_IOMMU_H
+#define _DRIVERS_VHOST_IOMMU_H
+
+#include <linux/generic_pt/gpt.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/vhost_iommu.h>
+#include <linux/virtio_iommu.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "vhost.h"
+
+/* Faults kept while the guest has no event buffer; later ones are dropped */
+#define VHOST_IOMMU_MAX_FAULTS	64
+
+struct vhost_iommu_domain {
+	u32 id;
+	bool bypass;
+	unsigned int nr_endpoints;
+	struct list_head endpoints;		/* struct vhost_iommu_ep.node */
+	unsigned long nr_mappings;
+	struct gpt_table pt;			/* the MAPs, see iommu-domain.c */
+};
+
+struct vhost_iommu_ep {
+	u32 id;
+	struct vhost_iommu_domain *domain;
+	struct list_head node;			/* in domain->endpoints */
+	struct vhost_iommu_bound *binding;	/* a bound vhost device */
+	u32 nr_resv;
+	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
+};
+
+/*
+ * Misses a bound device may have outstanding; it waits on each.  One past
+ * them is not kept, but the device's queues are retried once these are
+ * answered, and each misses again where it stopped.
+ */
+#define VHOST_IOMMU_MAX_MISSES	16
+
+/*
+ * A vhost device (vhost-net) bound to an endpoint: its IOTLB misses come
+ * here, are translated through the endpoint's domain and the memory table
+ * in @work, and UNMAP, DETACH and reset invalidate what it cached.
+ */
+struct vhost_iommu_bound {
+	struct vhost_iommu *v;
+	struct vhost_dev *dev;
+	u32 endpoint;
+	bool dead;				/* under v->lock */
+	struct list_head node;			/* in v->bindings, under v->lock */
+	struct list_head all;			/* under vhost_iommu_bind_mutex */
+	struct work_struct work;
+	spinlock_t miss_lock;			/* protects the misses */
+	bool misses_lost;			/* retry the device's queues */
+	unsigned int nr_misses;
+	struct {
+		u64 iova;
+		int access;
+	} misses[VHOST_IOMMU_MAX_MISSES];
+};
+
+struct vhost_iommu {
+	struct vhost_dev dev;
+	struct vhost_virtqueue vqs[VHOST_IOMMU_VQ_MAX];
+	struct vhost_virtqueue *vqp[VHOST_IOMMU_VQ_MAX];
+
+	/*
+	 * @lock protects everything below; taken inside dev.mutex and the
+	 * request queue's mutex.
+	 */
+	struct mutex lock;
+	struct vhost_iommu_config cfg;
+	bool configured;
+	bool running;
+	struct xarray endpoints;		/* ID -> struct vhost_iommu_ep */
+	struct xarray domains;			/* ID -> struct vhost_iommu_domain */
+	unsigned int nr_domains;
+	unsigned long nr_mappings;
+	long nr_table_pages;			/* over all domains' tables */
+
+	/*
+	 * Faults waiting for an event buffer, oldest at @fault_head; under
+	 * @fault_lock, which may be taken anywhere (a spinlock, innermost).
+	 */
+	spinlock_t fault_lock;
+	struct virtio_iommu_fault faults[VHOST_IOMMU_MAX_FAULTS];
+	unsigned int fault_head;
+	unsigned int nr_faults;
+	unsigned long faults_dropped;
+
+	struct list_head bindings;		/* under @lock */
+};
+
+/*
+ * Serialises binding and unbinding.  Lock order: a bound device's
+ * vhost_dev.mutex, this, then vhost_iommu.lock, then the bound device's
+ * virtqueue mutexes.  A vhost-iommu's own virtqueue mutexes come before
+ * its vhost_iommu.lock and have a lockdep class of their own, so that
+ * lockdep tells them from those of the devices it serves; a vhost-iommu is
+ * never bound itself (that would take the locks the other way round).
+ */
+extern struct mutex vhost_iommu_bind_mutex;
+
+static inline bool vhost_iommu_acked(struct vhost_iommu *v, int bit)
+{
+	return vhost_has_feature(&v->vqs[VHOST_IOMMU_VQ_REQUEST], bit);
+}
+
+static inline bool vhost_iommu_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+/* iommu.c: the device */
+struct vhost_iommu *vhost_iommu_from_file(struct file *file);
+bool vhost_iommu_is_iommu(struct vhost_dev *dev);
+void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason, u32 flags,
+			      u32 endpoint, u64 address);
+
+/* iommu-domain.c: domains and their MAPs, under v->lock */
+u8 vhost_iommu_attach(struct vhost_iommu *v,
+		      const struct virtio_iommu_req_attach *req);
+u8 vhost_iommu_detach(struct vhost_iommu *v,
+		      const struct virtio_iommu_req_detach *req);
+u8 vhost_iommu_map(struct vhost_iommu *v,
+		   const struct virtio_iommu_req_map *req);
+u8 vhost_iommu_unmap(struct vhost_iommu *v,
+		     const struct virtio_iommu_req_unmap *req);
+void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+void vhost_iommu_reset(struct vhost_iommu *v);
+int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
+		      u32 access, u8 *reason, u64 max);
+
+/* iommu-iotlb.c: the vhost devices bound to endpoints */
+void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
+				struct vhost_iommu_domain *dom,
+				u64 start, u64 last);
+void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
+			       struct vhost_iommu_ep *ep);
+void vhost_iommu_invalidate_all(struct vhost_iommu *v);
+void vhost_iommu_unbind(struct vhost_iommu_bound *b);
+void vhost_iommu_unbind_all(struct vhost_iommu *v);
+int vhost_iommu_iotlb_register(void);
+void vhost_iommu_iotlb_unregister(void);
+
+#endif /* _DRIVERS_VHOST_IOMMU_H */
