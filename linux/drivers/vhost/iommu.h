@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * vhost-iommu, the virtio-iommu device in the host kernel: what its parts
- * share.  iommu.c is the device (the file, the queues, endpoints, faults),
- * iommu-domain.c the domains and what they map, iommu-iotlb.c the IOTLB
- * provider that translates for the vhost devices bound to endpoints.
+ * share.  iommu.c is the file the VMM drives (ioctls, endpoints, config),
+ * iommu-queue.c serves the request and event queues, iommu-domain.c keeps
+ * the domains and what they map, iommu-iotlb.c is the IOTLB provider that
+ * translates for the vhost devices bound to endpoints.
  */
 #ifndef _DRIVERS_VHOST_IOMMU_H
 #define _DRIVERS_VHOST_IOMMU_H
@@ -122,11 +123,16 @@ static inline bool vhost_iommu_zero(const void *p, size_t n)
 	return !memchr_inv(p, 0, n);
 }
 
-/* iommu.c: the device */
+/* iommu.c: the file */
 struct vhost_iommu *vhost_iommu_from_file(struct file *file);
+
+/* iommu-queue.c: the request and event queues */
+void vhost_iommu_handle_req_kick(struct vhost_work *work);
+void vhost_iommu_handle_evt_kick(struct vhost_work *work);
 bool vhost_iommu_is_iommu(struct vhost_dev *dev);
 void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason, u32 flags,
 			      u32 endpoint, u64 address);
+void vhost_iommu_clear_faults(struct vhost_iommu *v);
 
 /* iommu-domain.c: domains and their MAPs, under v->lock */
 u8 vhost_iommu_attach(struct vhost_iommu *v,

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu: the request and event queues.
+ *
+ * The request queue's worker copies each request out of guest memory once,
+ * through the vhost memory table, before it looks at it, so a guest
+ * rewriting it meanwhile changes nothing; it answers in the request's
+ * device-writable tail, or leaves the buffer unwritten (used length 0)
+ * where virtio 1.3 says so.  ATTACH, DETACH, MAP and UNMAP are served by
+ * iommu-domain.c under vhost_iommu.lock.  Faults wait in a small ring until
+ * the guest gives the event queue a buffer.
+ */
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "iommu.h"
+
+/* Fill @props (probe_size bytes, zeroed) with the endpoint's properties. */
+static u8 vhost_iommu_probe(struct vhost_iommu *v,
+			    const struct virtio_iommu_req_probe *req,
+			    u8 *props)
+{
+	struct virtio_iommu_probe_resv_mem *p = (void *)props;
+	struct vhost_iommu_ep *ep;
+	u32 i;
+
+	/* reserved is ignored (virtio 1.3: MUST) */
+	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
+	if (!ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	/* ADD_ENDPOINT and SET_CONFIG made sure they fit probe_size. */
+	for (i = 0; i < ep->nr_resv; i++, p++) {
+		p->head.type = cpu_to_le16(VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+		p->head.length = cpu_to_le16(sizeof(*p) - sizeof(p->head));
+		p->subtype = ep->resv[i].subtype;
+		p->start = cpu_to_le64(ep->resv[i].start);
+		p->end = cpu_to_le64(ep->resv[i].end);
+	}
+	return VIRTIO_IOMMU_S_OK;
+}
+
+union vhost_iommu_req {
+	struct virtio_iommu_req_head head;
+	struct virtio_iommu_req_attach attach;
+	struct virtio_iommu_req_detach detach;
+	struct virtio_iommu_req_map map;
+	struct virtio_iommu_req_unmap unmap;
+	struct virtio_iommu_req_probe probe;
+};
+
+/*
+ * Serve one request: @out device-readable then @in device-writable iovecs
+ * in vq->iov.  Returns the used length: the bytes written, 0 when the
+ * request could not be parsed or answered.
+ */
+static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
+				  struct vhost_virtqueue *vq,
+				  unsigned int out, unsigned int in)
+{
+	struct virtio_iommu_req_tail tail = {};
+	size_t out_len = iov_length(vq->iov, out);
+	size_t in_len = iov_length(vq->iov + out, in);
+	union vhost_iommu_req req = {};
+	struct iov_iter from, to;
+	size_t size, tail_off = 0;
+	u8 *props = NULL;
+	u8 status;
+	u32 used = 0;
+
+	iov_iter_init(&from, ITER_SOURCE, vq->iov, out, out_len);
+	if (copy_from_iter(&req.head, sizeof(req.head), &from) !=
+	    sizeof(req.head))
+		return 0;
+
+	switch (req.head.type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		size = offsetof(struct virtio_iommu_req_attach, tail);
+		break;
+	case VIRTIO_IOMMU_T_DETACH:
+		size = offsetof(struct virtio_iommu_req_detach, tail);
+		break;
+	case VIRTIO_IOMMU_T_MAP:
+		size = offsetof(struct virtio_iommu_req_map, tail);
+		break;
+	case VIRTIO_IOMMU_T_UNMAP:
+		size = offsetof(struct virtio_iommu_req_unmap, tail);
+		break;
+	case VIRTIO_IOMMU_T_PROBE:
+		/* Not negotiated: a request type the device does not know */
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE))
+			return 0;
+		size = sizeof(struct virtio_iommu_req_probe);
+		tail_off = v->cfg.probe_size;
+		break;
+	default:
+		return 0;	/* unknown type: leave the buffer unwritten */
+	}
+	if (in_len < sizeof(tail))
+		return 0;	/* nowhere to put the answer */
+
+	/* The head's reserved bytes are ignored (virtio 1.3: MUST). */
+	if (in_len < tail_off + sizeof(tail)) {
+		/*
+		 * PROBE with less than probe_size bytes for properties: no
+		 * property, INVAL in the tail at the end of the buffer.
+		 */
+		tail_off = in_len - sizeof(tail);
+		status = VIRTIO_IOMMU_S_INVAL;
+	} else if (out_len < size) {
+		status = VIRTIO_IOMMU_S_INVAL;
+	} else if (copy_from_iter((u8 *)&req + sizeof(req.head),
+				  size - sizeof(req.head), &from) !=
+		   size - sizeof(req.head)) {
+		status = VIRTIO_IOMMU_S_IOERR;
+	} else {
+		if (tail_off) {
+			props = kzalloc(tail_off, GFP_KERNEL_ACCOUNT);
+			if (!props) {
+				status = VIRTIO_IOMMU_S_NOMEM;
+				goto answer;
+			}
+		}
+		mutex_lock(&v->lock);
+		switch (req.head.type) {
+		case VIRTIO_IOMMU_T_ATTACH:
+			status = vhost_iommu_attach(v, &req.attach);
+			break;
+		case VIRTIO_IOMMU_T_DETACH:
+			status = vhost_iommu_detach(v, &req.detach);
+			break;
+		case VIRTIO_IOMMU_T_MAP:
+			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+				 vhost_iommu_map(v, &req.map) :
+				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		case VIRTIO_IOMMU_T_UNMAP:
+			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+				 vhost_iommu_unmap(v, &req.unmap) :
+				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		default:
+			status = vhost_iommu_probe(v, &req.probe, props);
+			break;
+		}
+		mutex_unlock(&v->lock);
+	}
+
+answer:
+	iov_iter_init(&to, ITER_DEST, vq->iov + out, in, in_len);
+	if (tail_off) {
+		/*
+		 * Properties, zero past the last one; only zeroes when the
+		 * request failed.
+		 */
+		if (props)
+			used = copy_to_iter(props, tail_off, &to);
+		else
+			used = iov_iter_zero(tail_off, &to);
+		kfree(props);
+		if (used != tail_off)
+			return 0;
+	}
+	tail.status = status;
+	if (copy_to_iter(&tail, sizeof(tail), &to) != sizeof(tail))
+		return 0;
+	return tail_off + sizeof(tail);
+}
+
+/*
+ * vhost_get_vq_desc() failed on a chain (a loop, an address outside the
+ * memory table, a bad index): hand the head back with used length 0 so the
+ * queue keeps moving.  vhost_get_vq_desc() does not return the head on
+ * error, so read it from the avail ring ourselves.
+ */
+static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
+				 struct vhost_virtqueue *vq)
+{
+	__virtio16 head;
+	u16 idx = vq->last_avail_idx;
+
+	if (vq->avail_idx == idx)
+		return false;		/* could not even read avail->idx */
+	if (get_user(head, &vq->avail->ring[idx & (vq->num - 1)]))
+		return false;
+	vq->last_avail_idx++;
+	if (vhost16_to_cpu(vq, head) < vq->num)
+		vhost_add_used(vq, vhost16_to_cpu(vq, head), 0);
+	return true;
+}
+
+void vhost_iommu_handle_req_kick(struct vhost_work *work)
+{
+	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
+						  poll.work);
+	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	unsigned int out, in;
+	int head, n = 0;
+	u32 len;
+
+	mutex_lock(&vq->mutex);
+	if (!vhost_vq_get_backend(vq))
+		goto out;
+	vhost_disable_notify(&v->dev, vq);
+	for (;;) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq) ||
+			    vhost_exceeds_weight(vq, ++n, 0))
+				break;
+			continue;
+		}
+		if (head == vq->num) {
+			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
+				vhost_disable_notify(&v->dev, vq);
+				continue;
+			}
+			break;
+		}
+		len = vhost_iommu_handle_one(v, vq, out, in);
+		if (vhost_add_used(vq, head, len))
+			break;
+		if (vhost_exceeds_weight(vq, ++n, 0))
+			break;
+	}
+	vhost_signal(&v->dev, vq);
+out:
+	mutex_unlock(&vq->mutex);
+}
+
+/* Is @dev a vhost-iommu? */
+bool vhost_iommu_is_iommu(struct vhost_dev *dev)
+{
+	return dev->nvqs &&
+	       dev->vqs[0]->handle_kick == vhost_iommu_handle_req_kick;
+}
+
+/*
+ * Queue a fault record for the guest and have the worker deliver it.  May be
+ * called from any context that can take a spinlock.
+ */
+void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason, u32 flags,
+			      u32 endpoint, u64 address)
+{
+	struct virtio_iommu_fault *f;
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&v->fault_lock, irqflags);
+	if (v->nr_faults == VHOST_IOMMU_MAX_FAULTS) {
+		v->faults_dropped++;
+	} else {
+		f = &v->faults[(v->fault_head + v->nr_faults++) %
+			       VHOST_IOMMU_MAX_FAULTS];
+		memset(f, 0, sizeof(*f));
+		f->reason = reason;
+		f->flags = cpu_to_le32(flags);
+		f->endpoint = cpu_to_le32(endpoint);
+		f->address = cpu_to_le64(address);
+	}
+	spin_unlock_irqrestore(&v->fault_lock, irqflags);
+	vhost_poll_queue(&v->vqs[VHOST_IOMMU_VQ_EVENT].poll);
+}
+
+static bool vhost_iommu_peek_fault(struct vhost_iommu *v,
+				   struct virtio_iommu_fault *f)
+{
+	bool have;
+
+	spin_lock_irq(&v->fault_lock);
+	have = v->nr_faults;
+	if (have)
+		*f = v->faults[v->fault_head];
+	spin_unlock_irq(&v->fault_lock);
+	return have;
+}
+
+static void vhost_iommu_pop_fault(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = (v->fault_head + 1) % VHOST_IOMMU_MAX_FAULTS;
+	v->nr_faults--;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+void vhost_iommu_clear_faults(struct vhost_iommu *v)
+{
+	spin_lock_irq(&v->fault_lock);
+	v->fault_head = 0;
+	v->nr_faults = 0;
+	spin_unlock_irq(&v->fault_lock);
+}
+
+/*
+ * Deliver pending faults into the event queue's buffers, in order, one
+ * record a buffer.  A buffer too small for a record goes back with used
+ * length 0 and the record waits for the next one.  Run on a kick (the guest
+ * added buffers) and after each report.
+ */
+void vhost_iommu_handle_evt_kick(struct vhost_work *work)
+{
+	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
+						  poll.work);
+	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	struct virtio_iommu_fault f;
+	unsigned int out, in;
+	struct iov_iter to;
+	bool added = false;
+	int head, n = 0;
+	u32 len;
+
+	mutex_lock(&vq->mutex);
+	if (!vhost_vq_get_backend(vq))
+		goto out;
+	/*
+	 * Kicks only matter while faults wait for buffers: notifications are
+	 * on only then.  A new fault queues this work itself.
+	 */
+	vhost_disable_notify(&v->dev, vq);
+	while (vhost_iommu_peek_fault(v, &f)) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq))
+				break;
+			added = true;
+			continue;
+		}
+		if (head == vq->num) {
+			/* No buffer: wait for the guest's next kick */
+			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
+				vhost_disable_notify(&v->dev, vq);
+				continue;
+			}
+			break;
+		}
+		len = 0;
+		if (!out && iov_length(vq->iov, in) >= sizeof(f)) {
+			iov_iter_init(&to, ITER_DEST, vq->iov, in, sizeof(f));
+			if (copy_to_iter(&f, sizeof(f), &to) == sizeof(f)) {
+				len = sizeof(f);
+				vhost_iommu_pop_fault(v);
+			}
+		}
+		if (vhost_add_used(vq, head, len))
+			break;
+		added = true;
+		if (vhost_exceeds_weight(vq, ++n, 0))
+			break;
+	}
+	if (added)
+		vhost_signal(&v->dev, vq);
+out:
+	mutex_unlock(&vq->mutex);
+}
