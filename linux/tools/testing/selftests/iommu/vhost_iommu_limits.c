@@ -495,8 +495,9 @@ static const struct fstep fsteps[] = {
 	{ "MAP far up: the table grows", VIRTIO_IOMMU_T_MAP, 1, 0,
 	  VIRTIO_IOMMU_MAP_F_READ, 1ULL << 46, (1ULL << 46) + 0xffff,
 	  0x10000, 1 },
-	{ "MAP without access", VIRTIO_IOMMU_T_MAP, 1, 0, 0, 0x8000, 0x8fff,
-	  0, 1 },
+	/* In a region of its own, so that it allocates tables */
+	{ "MAP without access", VIRTIO_IOMMU_T_MAP, 1, 0, 0, 0x80000000,
+	  0x80000fff, 0, 1 },
 	{ "PROBE", VIRTIO_IOMMU_T_PROBE, 0, 1, .allocates = 1 },
 	{ "UNMAP one", VIRTIO_IOMMU_T_UNMAP, 1, 0, 0, 0x1000, 0x1fff },
 	{ "ATTACH a bypass domain", VIRTIO_IOMMU_T_ATTACH, 2, 3,
