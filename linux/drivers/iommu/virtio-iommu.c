@@ -533,41 +533,6 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 	return 0;
 }
 
-/*
- * DMA and VFIO domains. Allocated for a device, a domain is bound to its
- * IOMMU here, so that what cannot attach (no domain ID left, a granule the
- * device cannot serve) fails now and not in an attach the core must not see
- * fail; without one (iommu_domain_alloc()), at the first attach.
- */
-static struct iommu_domain *viommu_domain_alloc_paging(struct device *dev)
-{
-	struct viommu_domain *vdomain = viommu_domain_new();
-	int ret;
-
-	if (!vdomain)
-		return ERR_PTR(-ENOMEM);
-	if (dev) {
-		ret = viommu_domain_finalise(dev_iommu_priv_get(dev), vdomain);
-		if (ret) {
-			viommu_maps_destroy(&vdomain->maps);
-			kfree(vdomain);
-			return ERR_PTR(ret);
-		}
-	}
-	return &vdomain->domain;
-}
-
-/* Identity domains, bound at their first attach */
-static struct iommu_domain *viommu_domain_alloc(unsigned int type)
-{
-	struct viommu_domain *vdomain;
-
-	if (type != IOMMU_DOMAIN_IDENTITY)
-		return NULL;
-	vdomain = viommu_domain_new();
-	return vdomain ? &vdomain->domain : NULL;
-}
-
 static void viommu_domain_free(struct iommu_domain *domain)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
@@ -585,6 +550,41 @@ static void viommu_domain_free(struct iommu_domain *domain)
 	viommu_maps_destroy(&vdomain->maps);
 	mutex_destroy(&vdomain->mutex);
 	kfree(vdomain);
+}
+
+/*
+ * DMA and VFIO domains. Allocated for a device, a domain is bound to its
+ * IOMMU here, so that what cannot attach (no domain ID left, a granule the
+ * device cannot serve) fails now and not in an attach the core must not see
+ * fail; without one (iommu_domain_alloc()), at the first attach.
+ */
+static struct iommu_domain *viommu_domain_alloc_paging(struct device *dev)
+{
+	struct viommu_domain *vdomain = viommu_domain_new();
+	int ret;
+
+	if (!vdomain)
+		return ERR_PTR(-ENOMEM);
+	if (dev) {
+		ret = viommu_domain_finalise(dev_iommu_priv_get(dev), vdomain);
+		if (ret) {
+			/* Not bound to the device: freed like any unbound domain */
+			viommu_domain_free(&vdomain->domain);
+			return ERR_PTR(ret);
+		}
+	}
+	return &vdomain->domain;
+}
+
+/* Identity domains, bound at their first attach */
+static struct iommu_domain *viommu_domain_alloc(unsigned int type)
+{
+	struct viommu_domain *vdomain;
+
+	if (type != IOMMU_DOMAIN_IDENTITY)
+		return NULL;
+	vdomain = viommu_domain_new();
+	return vdomain ? &vdomain->domain : NULL;
 }
 
 static void viommu_set_ep_domain(struct viommu_endpoint *vdev,
