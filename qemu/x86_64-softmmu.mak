@@ -2,8 +2,12 @@
 # Devices of the patched qemu-system-x86_64 (testbed/qemu_build.py): the
 # microvm board (it brings its virtio-mmio transports, the GPEX PCIe host,
 # the ISA serial port and the ACPI tables, VIOT included) and what the
-# scenarios put on it, nothing else, so that the build stays small.
+# scenarios put on it, nothing else, so that the build stays small. And q35
+# with VT-d's model: the virtio-iommu walks VT-d second-level tables with
+# its code (page-table sharing), on the board x86 guests use it on.
 CONFIG_MICROVM=y
+CONFIG_Q35=y
+CONFIG_VTD=y
 CONFIG_VIRTIO_PCI=y
 CONFIG_VIRTIO_BLK=y
 CONFIG_VIRTIO_NET=y

@@ -79,6 +79,20 @@ MACHINES = {m.name: m for m in (
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
             "virtio-iommu-pci,domain-range-start=5,domain-range-end=6",
             patched=True, host_tsc=True),
+    # Page-table sharing (qemu/patches 0009-0014): the virtio-iommu offers
+    # ATTACH_TABLE and walks the guest's tables with the walk of QEMU's
+    # own IOMMU model of the format: VT-d second level on q35 (the VT-d
+    # model's), Arm long descriptor on virt (the SMMUv3 model's).
+    Machine("q35-virtio-iommu-pt", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "virtio-iommu-pci,attach-table=on", patched=True),
+    Machine("virt-virtio-iommu-pt", "qemu-system-aarch64", "virt,gic-version=3",
+            "max,pauth-impdef=on", "ttyAMA0",
+            "virtio-iommu-pci,attach-table=on", patched=True),
+    # The same device saying it caches non-present entries (INVAL_MAP): the
+    # guest must invalidate what it maps, or its device's accesses fault.
+    Machine("q35-virtio-iommu-pt-invalmap", "qemu-system-x86_64", "q35", "max",
+            "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-inval-map=on",
+            patched=True),
 )}
 
 
@@ -164,7 +178,7 @@ def command(m: Machine, g: Guest) -> list[str]:
     if m.patched:
         # Run from its build tree, our QEMU looks for firmware there only:
         # take Debian's (microvm boots with qboot.rom and linuxboot_dma.bin).
-        cmd += ["-L", qemu_build.FIRMWARE]
+        cmd += qemu_build.firmware_args()
     if m.iommu_device:
         # The IOMMU goes first: QEMU wants it before the devices it serves.
         cmd += ["-device", m.iommu_device]

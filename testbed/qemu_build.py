@@ -33,10 +33,16 @@ TARGETS = {"aarch64-softmmu": "qemu-system-aarch64",
 DEVICES = {t: paths.ROOT / "qemu" / f"{t}.mak" for t in TARGETS}
 DEVICES_NAME = "testbed"
 # Firmware (microvm's qboot.rom, linuxboot_dma.bin) comes from Debian's
-# qemu-system-data: the dfsg source has none and we install nothing. A
-# binary run from its build tree searches only the tree (even a configured
-# --firmwarepath is relocated into it), so qemu.command passes -L FIRMWARE.
-FIRMWARE = "/usr/share/qemu"
+# qemu-system-data, q35's SeaBIOS (bios-256k.bin) from its seabios: the
+# dfsg source has none and we install nothing. A binary run from its build
+# tree searches only the tree (even a configured --firmwarepath is
+# relocated into it), so qemu.command passes -L for each of FIRMWARE.
+FIRMWARE = ("/usr/share/qemu", "/usr/share/seabios")
+
+
+def firmware_args() -> list[str]:
+    """The -L options our build needs to find Debian's firmware."""
+    return [arg for d in FIRMWARE for arg in ("-L", d)]
 CONFIGURE = [f"--target-list={','.join(TARGETS)}", "--without-default-features",
              "--without-default-devices", "--enable-fdt=system", "--enable-slirp",
              "--enable-tcg", "--disable-docs", "--disable-werror",

@@ -38,7 +38,7 @@ def test_virtio_mmio_device_before_the_iommu_is_refused(board):
     qemu = qemu_build.binary(exe)
     assert qemu.exists(), "make qemu"
     res = subprocess.run(
-        [qemu, "-L", qemu_build.FIRMWARE, "-machine", machine, "-accel", "tcg",
+        [qemu, *qemu_build.firmware_args(), "-machine", machine, "-accel", "tcg",
          "-nodefaults", "-display", "none", "-monitor", "none",
          "-netdev", "user,id=n0",
          "-device", "virtio-net-device,netdev=n0,iommu_platform=on",
@@ -63,7 +63,7 @@ def test_virtio_iommu_bad_configuration_is_refused(props):
     qemu = qemu_build.binary("qemu-system-x86_64")
     assert qemu.exists(), "make qemu"
     res = subprocess.run(
-        [qemu, "-L", qemu_build.FIRMWARE, "-machine", "microvm,acpi=on,pcie=on",
+        [qemu, *qemu_build.firmware_args(), "-machine", "microvm,acpi=on,pcie=on",
          "-accel", "tcg", "-nodefaults", "-display", "none", "-monitor", "none",
          "-device", f"virtio-iommu-pci,{props}"],
         text=True, capture_output=True, timeout=60)
