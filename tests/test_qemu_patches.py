@@ -2,11 +2,13 @@
 """Our QEMU patches (qemu/patches): signed off, explained, and clean by
 QEMU's own checkpatch.pl, from the source tree `make qemu` patched."""
 
+import struct
 import subprocess
 
 import pytest
 
 from testbed import qemu_build
+from testbed import qtest as qt
 from testbed.patchfile import message_problems, parse
 
 PATCHES = qemu_build.series()
@@ -53,6 +55,7 @@ def test_virtio_mmio_device_before_the_iommu_is_refused(board):
 BAD_CONFIGS = {
     "granule=3k": "granule must be 4k, 8k, 16k, 64k or host",
     "domain-range-start=7,domain-range-end=6": "is above domain-range-end",
+    "attach-table-inval-map=on": "attach-table-inval-map needs attach-table=on",
 }
 
 
@@ -69,3 +72,377 @@ def test_virtio_iommu_bad_configuration_is_refused(props):
         text=True, capture_output=True, timeout=60)
     assert res.returncode != 0
     assert BAD_CONFIGS[props] in res.stderr
+
+
+# Page-table sharing (qemu/patches 0009-0014), checked request by request on
+# the device alone: the tests drive the virtio-iommu and QEMU's edu device
+# over QEMU's qtest protocol (testbed/qtest.py), write the page tables
+# themselves, and make the edu DMA through them.
+
+IOMMU_DEVFN, EDU_DEVFN, EDU2_DEVFN = 3 << 3, 4 << 3, 5 << 3
+EDU_EP = EDU_DEVFN                  # endpoint ID: the edu's requester ID
+EP2 = EDU2_DEVFN                    # a second endpoint (an edu left idle)
+TABLES_OFF = 0x200000               # our page tables, from the start of RAM
+DATA_OFF = 0x400000                 # the pages they map
+
+
+class Tables:
+    """A small writer of the two formats, ours (not the walkers'): VT-d
+    second level with 3 or 4 levels, and Arm long descriptor (stage 1,
+    4K, 16K or 64K granule)."""
+
+    def __init__(self, q: qt.Qtest, fmt: int, ias: int, granule: int = 12):
+        self.q, self.fmt, self.ias, self.granule = q, fmt, ias, granule
+        self.next = q.ram + TABLES_OFF
+        self.bits = granule - 3
+        # levels, numbered down to 1 for the leaf level of pages
+        self.levels = -(-(ias - granule) // self.bits)
+        self.root = self.alloc()
+
+    def alloc(self) -> int:
+        page = self.next
+        self.next += 1 << self.granule
+        self.q.write(page, bytes(1 << self.granule))
+        return page
+
+    def _shift(self, level: int) -> int:
+        return self.granule + self.bits * (level - 1)
+
+    def _table(self, addr: int) -> int:
+        return addr | 3         # VT-d R|W; Arm valid table descriptor
+
+    def _leaf(self, phys: int, level: int, read: bool, write: bool) -> int:
+        if self.fmt == qt.PGTF_VTD_SL:
+            return phys | int(read) | (2 if write else 0) | ((1 << 7) if level > 1 else 0)
+        ap2 = 0 if write else 1 << 7
+        kind = 3 if level == 1 else 1           # page, or block
+        return phys | kind | (1 << 10) | ap2    # AF set
+
+    def entry_addr(self, iova: int, level: int) -> int:
+        """The address of the entry for @iova at @level (creating tables
+        down to it)."""
+        table = self.root
+        for lvl in range(self.levels, level, -1):
+            slot = table + 8 * ((iova >> self._shift(lvl)) & ((1 << self.bits) - 1))
+            pte = self.q.readn(slot, 8)
+            if not pte & 1:
+                pte = self._table(self.alloc())
+                self.q.writen(slot, 8, pte)
+            table = pte & ~((1 << self.granule) - 1) & ((1 << 48) - 1)
+        return table + 8 * ((iova >> self._shift(level)) & ((1 << self.bits) - 1))
+
+    def map(self, iova: int, phys: int, level: int = 1, read: bool = True,
+            write: bool = True) -> int:
+        slot = self.entry_addr(iova, level)
+        self.q.writen(slot, 8, self._leaf(phys, level, read, write))
+        return slot
+
+    def set(self, slot: int, value: int) -> None:
+        self.q.writen(slot, 8, value)
+
+
+class Rig:
+    """A board with a virtio-iommu (@props) and an edu behind it."""
+
+    def __init__(self, board: str, props: str = "attach-table=on",
+                 features: frozenset = frozenset({qt.F_ATTACH_TABLE}),
+                 events: int = 8):
+        self.board = qt.BOARDS[board]
+        assert qemu_build.binary(self.board.exe).exists(), "make qemu"
+        self.q = qt.Qtest(self.board, [
+            "-device", f"virtio-iommu-pci,addr={IOMMU_DEVFN >> 3:#x}.0,{props}",
+            "-device", f"edu,addr={EDU_DEVFN >> 3:#x}.0",
+            "-device", f"edu,addr={EDU2_DEVFN >> 3:#x}.0"])
+        # INPUT_RANGE, DOMAIN_RANGE, PROBE (MAP_UNMAP is not needed for tables)
+        self.v = qt.VirtioIommu(self.q, IOMMU_DEVFN, self.board.mmio,
+                                {0, 1, 2, 4} | set(features))
+        self.edu = qt.Edu(self.q, EDU_DEVFN, self.board.mmio + 0x1000000)
+        if events:
+            self.v.post_events(events)
+        self.ram = self.board.ram
+
+    def data(self, n: int) -> int:
+        return self.ram + DATA_OFF + n * 0x10000
+
+    def copy(self, src_iova: int, dst_iova: int, count: int) -> None:
+        """The edu reads @count bytes at @src_iova and writes them to
+        @dst_iova."""
+        self.edu.read_from(src_iova, count)
+        self.edu.write_to(dst_iova, count)
+
+    def close(self) -> str:
+        return self.q.close()
+
+
+@pytest.fixture
+def rig_factory():
+    rigs = []
+
+    def make(*args, **kw):
+        rigs.append(Rig(*args, **kw))
+        return rigs[-1]
+    yield make
+    for r in rigs:
+        r.close()
+
+
+PROBE_FORMATS = {
+    # board: (format, ias, oas, granules, max_levels, asid_bits)
+    "q35": (qt.PGTF_VTD_SL, 48, 48, 1 << 12, 4, 0),
+    "virt": (qt.PGTF_ARM_LPAE, 48, 48, (1 << 12) | (1 << 14) | (1 << 16), 4, 16),
+}
+
+
+@pytest.mark.parametrize("board", PROBE_FORMATS)
+@pytest.mark.parametrize("props", ["attach-table=on",
+                                   "attach-table=on,attach-table-inval-map=on"])
+def test_table_format_probe_property(rig_factory, board, props):
+    """With the feature negotiated, PROBE lists the one format the target's
+    IOMMU model walks, 16 bytes (length 12) with the walker's limits, and
+    INVAL_MAP exactly when asked."""
+    r = rig_factory(board, props)
+    assert r.v.negotiated >> qt.F_ATTACH_TABLE & 1
+    tables = [body for t, body in r.v.probe(EDU_EP) if t == qt.PROBE_T_PAGE_TABLE_FMT]
+    assert len(tables) == 1 and len(tables[0]) == 12
+    fmt, ias, oas, granules, levels, asid_bits, flags = struct.unpack("<HBBIBBH", tables[0])
+    assert (fmt, ias, oas, granules, levels, asid_bits) == PROBE_FORMATS[board]
+    assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else 0)
+
+
+@pytest.mark.parametrize("props", ["", "attach-table=on"])
+def test_attach_table_needs_the_feature(rig_factory, props):
+    """Offered only with attach-table=on; not negotiated, ATTACH_TABLE and
+    INVALIDATE are UNSUPP and PROBE lists no table format."""
+    r = rig_factory("q35", props or "boot-bypass=on", features=frozenset())
+    assert bool(r.v.offered >> qt.F_ATTACH_TABLE & 1) == bool(props)
+    assert not r.v.negotiated >> qt.F_ATTACH_TABLE & 1
+    assert qt.PROBE_T_PAGE_TABLE_FMT not in [t for t, _ in r.v.probe(EDU_EP)]
+    root = r.ram + TABLES_OFF
+    assert r.v.status(qt.attach_table(1, EDU_EP, qt.PGTF_VTD_SL, root, 48)) == qt.S_UNSUPP
+    assert r.v.status(qt.invalidate(1)) == qt.S_UNSUPP
+
+
+ROOT = TABLES_OFF                   # q35: RAM starts at 0
+GOOD = dict(fmt=qt.PGTF_VTD_SL, root=ROOT, ias=48)
+
+
+def _at(domain=1, ep=EDU_EP, **kw):
+    return qt.attach_table(domain, ep, **{**GOOD, **kw})
+
+
+# name: (requests that must succeed first, the request, its status); each
+# on a fresh q35 with domain IDs 0-100 (domain-range-end)
+STATUSES = {
+    "attach_table ok": ([], _at(), qt.S_OK),
+    "attach_table 39-bit (3 levels) ok": ([], _at(ias=39), qt.S_OK),
+    "reserved0 set": ([], _at(reserved0=b"\0\1"), qt.S_INVAL),
+    "reserved1 set": ([], _at(reserved1=b"\0\0\0\1"), qt.S_INVAL),
+    "reserved2 set": ([], _at(reserved2=bytes(15) + b"\1" + bytes(4)), qt.S_INVAL),
+    "asid outside ARM_LPAE": ([], _at(asid=1), qt.S_INVAL),
+    "mair outside ARM_LPAE": ([], _at(mair=0xff), qt.S_INVAL),
+    "unknown endpoint": ([], _at(ep=0x999), qt.S_NOENT),
+    "domain outside domain_range": ([], _at(domain=101), qt.S_RANGE),
+    "format not offered (ARM_LPAE on q35)": ([], _at(fmt=qt.PGTF_ARM_LPAE), qt.S_UNSUPP),
+    "unknown format": ([], _at(fmt=2), qt.S_UNSUPP),
+    "ias 40": ([], _at(ias=40), qt.S_RANGE),
+    "ias 57 (above the property's 48)": ([], _at(ias=57), qt.S_RANGE),
+    "granule 16K": ([], _at(granule=14), qt.S_RANGE),
+    "root misaligned": ([], _at(root=ROOT + 0x800), qt.S_RANGE),
+    "root above oas": ([], _at(root=1 << 48), qt.S_RANGE),
+    "domain of ATTACH": ([qt.attach(1, EDU_EP)], _at(), qt.S_INVAL),
+    "bypass domain": ([qt.attach(1, EDU_EP, flags=1)], _at(), qt.S_INVAL),
+    "domain with another root": ([_at()], _at(ep=EP2, root=ROOT + 0x1000), qt.S_INVAL),
+    "domain with another ias": ([_at()], _at(ep=EP2, ias=39), qt.S_INVAL),
+    "domain with the same table": ([_at()], _at(ep=EP2), qt.S_OK),
+    "endpoint already in the domain": ([_at()], _at(), qt.S_OK),
+    "MAP on a table domain": ([_at()], qt.map_req(1, 0, 0xfff, 0x1000), qt.S_INVAL),
+    "UNMAP on a table domain": ([_at()], qt.unmap_req(1, 0, 0xfff), qt.S_INVAL),
+    "invalidate domain": ([_at()], qt.invalidate(1), qt.S_OK),
+    "invalidate range, leaf": ([_at()], qt.invalidate(1, qt.INVAL_S_RANGE, 0x1000,
+                                                      0x1fff, qt.INVAL_F_LEAF), qt.S_OK),
+    "invalidate unknown domain": ([_at()], qt.invalidate(2), qt.S_NOENT),
+    "invalidate a MAP domain": ([qt.attach(1, EDU_EP)], qt.invalidate(1), qt.S_INVAL),
+    "invalidate unknown scope": ([_at()], qt.invalidate(1, 2), qt.S_INVAL),
+    "invalidate unknown flag": ([_at()], qt.invalidate(1, flags=2), qt.S_INVAL),
+    "invalidate reserved0 set": ([_at()], qt.invalidate(1, reserved0=b"\1\0\0\0"),
+                                 qt.S_INVAL),
+    "invalidate reserved1 set": ([_at()], qt.invalidate(1, reserved1=bytes(7) + b"\1" +
+                                                        bytes(4)), qt.S_INVAL),
+    "invalidate end below start": ([_at()], qt.invalidate(1, qt.INVAL_S_RANGE, 0x2000,
+                                                          0x1fff), qt.S_INVAL),
+    # The domain goes with its last endpoint; the endpoint left for ATTACH's
+    "table domain gone with its endpoint": ([_at(), qt.attach(2, EDU_EP)],
+                                            qt.invalidate(1), qt.S_NOENT),
+}
+
+
+@pytest.mark.parametrize("case", STATUSES)
+def test_page_table_request_status(rig_factory, case):
+    """Each rule of the text's ATTACH_TABLE and INVALIDATE sections, with
+    the status it names."""
+    setup, req, want = STATUSES[case]
+    r = rig_factory("q35", "attach-table=on,domain-range-end=100")
+    for s in setup:
+        assert r.v.status(s) == qt.S_OK
+    assert r.v.status(req) == want
+
+
+# board, format, ias, granule
+WALKS = {
+    "q35-vtd-4level": ("q35", qt.PGTF_VTD_SL, 48, 12),
+    "q35-vtd-3level": ("q35", qt.PGTF_VTD_SL, 39, 12),
+    "virt-lpae-4k": ("virt", qt.PGTF_ARM_LPAE, 48, 12),
+    "virt-lpae-16k": ("virt", qt.PGTF_ARM_LPAE, 47, 14),
+    "virt-lpae-64k": ("virt", qt.PGTF_ARM_LPAE, 42, 16),
+}
+IOVA = 0x4000000                    # below the edu's 28-bit DMA mask
+
+
+def _table_rig(rig_factory, walk, props="attach-table=on"):
+    board, fmt, ias, granule = WALKS[walk]
+    r = rig_factory(board, props)
+    t = Tables(r.q, fmt, ias, granule)
+    extra = dict(asid=1, mair=0xff) if fmt == qt.PGTF_ARM_LPAE else {}
+    assert r.v.status(qt.attach_table(1, EDU_EP, fmt, t.root, ias, granule,
+                                      **extra)) == qt.S_OK
+    return r, t
+
+
+@pytest.mark.parametrize("walk", WALKS)
+def test_table_walk_dma(rig_factory, walk):
+    """The edu's DMA goes where the table says: a read through one page
+    and a write through another arrive, a write to an unmapped address or
+    through a read-only entry is a MAPPING fault on the event queue (the
+    endpoint, the address, the access) and writes nothing."""
+    r, t = _table_rig(rig_factory, walk)
+    g = 1 << t.granule
+    src, dst, ro = r.data(0), r.data(1), r.data(2)
+    t.map(IOVA, src)
+    t.map(IOVA + g, dst)
+    t.map(IOVA + 2 * g, ro, write=False)
+    pattern = bytes(range(256)) * 2
+    r.q.write(src, pattern)
+    r.q.write(ro, bytes(len(pattern)))
+    r.copy(IOVA, IOVA + g, len(pattern))
+    assert r.q.read(dst, len(pattern)) == pattern
+    assert r.v.faults() == []
+
+    r.edu.write_to(IOVA + 2 * g, 4)             # read-only
+    r.edu.write_to(IOVA + 3 * g, 4)             # nothing there
+    assert r.q.read(ro, 64) == bytes(64)
+    faults = {(reason, flags, ep, addr & ~(g - 1)) for reason, flags, ep, addr in r.v.faults()}
+    w = qt.FAULT_F_WRITE | qt.FAULT_F_ADDRESS
+    assert faults == {(qt.FAULT_R_MAPPING, w, EDU_EP, IOVA + 2 * g),
+                      (qt.FAULT_R_MAPPING, w, EDU_EP, IOVA + 3 * g)}
+    # Reading through the read-only entry is fine
+    r.edu.read_from(IOVA + 2 * g, 64)
+    assert r.v.faults() == []
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k"])
+def test_table_walk_large_page(rig_factory, walk):
+    """A 2 MiB leaf one level up (VT-d PS, an Arm level-2 block)."""
+    r, t = _table_rig(rig_factory, walk)
+    big = r.ram + 0x800000                      # 2 MiB aligned
+    t.map(IOVA + 0x200000, big, level=2)
+    r.q.write(big + 0x12340, b"large page")
+    r.edu.read_from(IOVA + 0x200000 + 0x12340, 10)
+    t.map(IOVA, r.data(0))
+    r.edu.write_to(IOVA, 10)
+    assert r.q.read(r.data(0), 10) == b"large page"
+    assert r.v.faults() == []
+
+
+# walk: what makes an entry unusable, applied to the leaf's entry
+MALFORMED = {
+    # VT-d: bit 50 is above the 48-bit host address width: reserved
+    "vtd-reserved-bit": ("q35-vtd-4level", lambda pte, t: pte | (1 << 50), 1),
+    # VT-d: PS in a level-4 entry is reserved
+    "vtd-ps-at-level-4": ("q35-vtd-4level", lambda pte, t: pte | (1 << 7), 4),
+    # Arm: a level-3 descriptor of type block (0b01) is reserved
+    "lpae-l3-block": ("virt-lpae-4k", lambda pte, t: (pte & ~3) | 1, 1),
+    # Arm: a block at level 0 of a 4K table does not exist
+    "lpae-l0-block": ("virt-lpae-4k", lambda pte, t: (pte & ~3) | 1, 4),
+    # Arm 16K: a block at level 1 needs 52-bit addresses
+    "lpae-16k-l1-block": ("virt-lpae-16k", lambda pte, t: (pte & ~3) | 1, 3),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_entry_faults(rig_factory, case):
+    """An entry the walker cannot use gives the same fault as a missing
+    one, and the DMA does not happen."""
+    walk, spoil, level = MALFORMED[case]
+    r, t = _table_rig(rig_factory, walk)
+    t.map(IOVA, r.data(0))
+    r.q.write(r.data(0), bytes(16))
+    slot = t.entry_addr(IOVA, level)
+    t.set(slot, spoil(r.q.readn(slot, 8), t))
+    r.edu.write_to(IOVA, 16)
+    assert r.q.read(r.data(0), 16) == bytes(16)
+    faults = r.v.faults()
+    assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k"])
+def test_invalidate_drops_the_iotlb(rig_factory, walk):
+    """The device keeps what it walked until INVALIDATE: a leaf changed
+    without one still translates the old way, a range that misses it
+    changes nothing, one that covers it (or the whole domain) does."""
+    r, t = _table_rig(rig_factory, walk)
+    old, new, out = r.data(0), r.data(1), r.data(2)
+    r.q.write(old, b"old page")
+    r.q.write(new, b"new page")
+    slot = t.map(IOVA, old, write=False)
+    t.map(IOVA + 0x100000, out)
+
+    def fetch() -> bytes:
+        r.copy(IOVA, IOVA + 0x100000, 8)
+        return r.q.read(out, 8)
+    assert fetch() == b"old page"
+    t.set(slot, t._leaf(new, 1, True, False))
+    assert fetch() == b"old page"
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA + 0x1000,
+                                    IOVA + 0x1fff)) == qt.S_OK
+    assert fetch() == b"old page"
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA,
+                                    qt.INVAL_F_LEAF)) == qt.S_OK
+    assert fetch() == b"new page"
+    t.set(slot, t._leaf(old, 1, True, False))
+    assert r.v.status(qt.invalidate(1)) == qt.S_OK
+    assert fetch() == b"old page"
+    assert r.v.faults() == []
+
+
+@pytest.mark.parametrize("inval_map", [False, True])
+def test_inval_map_caches_non_present(rig_factory, inval_map):
+    """attach-table-inval-map=on: an address that faulted keeps faulting
+    after the guest maps it, until an INVALIDATE covers it; without it, the
+    map alone is enough."""
+    props = "attach-table=on" + (",attach-table-inval-map=on" if inval_map else "")
+    r, t = _table_rig(rig_factory, "q35-vtd-4level", props)
+    r.q.write(r.data(0), b"mapped late")
+    r.edu.read_from(IOVA, 11)
+    assert r.v.faults()
+    t.map(IOVA, r.data(0), write=False)
+    t.map(IOVA + 0x100000, r.data(1))
+    r.edu.read_from(IOVA, 11)
+    assert bool(r.v.faults()) == inval_map
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA,
+                                    IOVA + 0x100fff)) == qt.S_OK
+    r.copy(IOVA, IOVA + 0x100000, 11)
+    assert r.q.read(r.data(1), 11) == b"mapped late"
+    assert r.v.faults() == []
+
+
+def test_table_in_device_memory_is_not_read(rig_factory):
+    """A root pointing at a device's registers faults without reading
+    them: here the virtio-iommu's own ISR, which a read clears. The
+    device has no event buffer, so nothing but a read could clear it."""
+    r = rig_factory("q35", events=0)
+    isr = r.v.caps[qt.CAP_ISR]
+    assert isr % 0x1000 == 0
+    # ATTACH_TABLE's completion raises the ISR; the walk must leave it
+    assert r.v.status(qt.attach_table(1, EDU_EP, qt.PGTF_VTD_SL, isr, 48)) == qt.S_OK
+    r.edu.write_to(0, 8)
+    assert r.v.isr_peek() & 1, "the walk read the ISR: it is not guest RAM"
