@@ -446,3 +446,39 @@ def test_table_in_device_memory_is_not_read(rig_factory):
     assert r.v.status(qt.attach_table(1, EDU_EP, qt.PGTF_VTD_SL, isr, 48)) == qt.S_OK
     r.edu.write_to(0, 8)
     assert r.v.isr_peek() & 1, "the walk read the ISR: it is not guest RAM"
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k", "virt-lpae-64k"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_tables_fault_or_translate(rig_factory, walk, seed):
+    """Tables of random entries, some pointing into the tables, some
+    outside RAM, some at themselves: every DMA either translates or
+    faults, and the device keeps answering requests."""
+    import random
+    rnd = random.Random(seed)
+    r, t = _table_rig(rig_factory, walk)
+    pages = [t.root] + [t.alloc() for _ in range(7)]
+    g = 1 << t.granule
+    for page in pages:
+        # Addresses below the edu's 28 bits use entry 0 of the top levels:
+        # mostly a valid link, so that walks go deep
+        words = [rnd.choice(pages) | rnd.choice((3, 3, 3, rnd.randrange(1 << 12)))]
+        for _ in range(g // 8 - 1):
+            kind = rnd.randrange(4)
+            if kind == 0:       # another table page, any type bits
+                words.append(rnd.choice(pages) | rnd.randrange(1 << 12))
+            elif kind == 1:     # anywhere in 48 bits
+                words.append(rnd.getrandbits(48))
+            elif kind == 2:     # anything at all
+                words.append(rnd.getrandbits(64))
+            else:
+                words.append(0)
+        r.q.write(page, struct.pack(f"<{len(words)}Q", *words))
+    for _ in range(16):
+        iova = rnd.randrange(1 << 28) & ~7
+        if rnd.randrange(2):
+            r.edu.read_from(iova, 8)
+        else:
+            r.edu.write_to(iova, 8)
+        r.v.faults()
+    assert r.v.status(qt.invalidate(1)) == qt.S_OK
