@@ -3,11 +3,13 @@
 # microvm board (it brings its virtio-mmio transports, the GPEX PCIe host,
 # the ISA serial port and the ACPI tables, VIOT included) and what the
 # scenarios put on it, nothing else, so that the build stays small. And q35
-# with VT-d's model: the virtio-iommu walks VT-d second-level tables with
-# its code (page-table sharing), on the board x86 guests use it on.
+# with the VT-d and AMD IOMMU models: the virtio-iommu walks VT-d
+# second-level and AMD v1 tables with their code (page-table sharing), on
+# the board x86 guests use it on.
 CONFIG_MICROVM=y
 CONFIG_Q35=y
 CONFIG_VTD=y
+CONFIG_AMD_IOMMU=y
 CONFIG_VIRTIO_PCI=y
 CONFIG_VIRTIO_BLK=y
 CONFIG_VIRTIO_NET=y

@@ -79,10 +79,11 @@ MACHINES = {m.name: m for m in (
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
             "virtio-iommu-pci,domain-range-start=5,domain-range-end=6",
             patched=True, host_tsc=True),
-    # Page-table sharing (qemu/patches 0009-0014): the virtio-iommu offers
+    # Page-table sharing (qemu/patches 0009-0016): the virtio-iommu offers
     # ATTACH_TABLE and walks the guest's tables with the walk of QEMU's
-    # own IOMMU model of the format: VT-d second level on q35 (the VT-d
-    # model's), Arm long descriptor on virt (the SMMUv3 model's).
+    # own IOMMU model of the format: VT-d second level and AMD v1 on q35
+    # (the VT-d and AMD IOMMU models'), Arm long descriptor on virt (the
+    # SMMUv3 model's).
     Machine("q35-virtio-iommu-pt", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci,attach-table=on", patched=True),
     Machine("virt-virtio-iommu-pt", "qemu-system-aarch64", "virt,gic-version=3",

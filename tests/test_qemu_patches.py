@@ -87,8 +87,8 @@ DATA_OFF = 0x400000                 # the pages they map
 
 
 class Tables:
-    """A small writer of the two formats, ours (not the walkers'): VT-d
-    second level with 3 or 4 levels, and Arm long descriptor (stage 1,
+    """A small writer of the formats, ours (not the walkers'): VT-d second
+    level and AMD v1 with 3 or 4 levels, and Arm long descriptor (stage 1,
     4K, 16K or 64K granule)."""
 
     def __init__(self, q: qt.Qtest, fmt: int, ias: int, granule: int = 12):
@@ -108,10 +108,15 @@ class Tables:
     def _shift(self, level: int) -> int:
         return self.granule + self.bits * (level - 1)
 
-    def _table(self, addr: int) -> int:
+    def _table(self, addr: int, level: int) -> int:
+        """An entry pointing at the table @addr of level @level."""
+        if self.fmt == qt.PGTF_AMD_V1:  # PR, next level, IR, IW
+            return addr | 1 | level << 9 | 3 << 61
         return addr | 3         # VT-d R|W; Arm valid table descriptor
 
     def _leaf(self, phys: int, level: int, read: bool, write: bool) -> int:
+        if self.fmt == qt.PGTF_AMD_V1:  # PR, next level 0: a page of the level
+            return phys | 1 | int(read) << 61 | int(write) << 62
         if self.fmt == qt.PGTF_VTD_SL:
             return phys | int(read) | (2 if write else 0) | ((1 << 7) if level > 1 else 0)
         ap2 = 0 if write else 1 << 7
@@ -126,7 +131,7 @@ class Tables:
             slot = table + 8 * ((iova >> self._shift(lvl)) & ((1 << self.bits) - 1))
             pte = self.q.readn(slot, 8)
             if not pte & 1:
-                pte = self._table(self.alloc())
+                pte = self._table(self.alloc(), lvl - 1)
                 self.q.writen(slot, 8, pte)
             table = pte & ~((1 << self.granule) - 1) & ((1 << 48) - 1)
         return table + 8 * ((iova >> self._shift(level)) & ((1 << self.bits) - 1))
@@ -187,9 +192,10 @@ def rig_factory():
 
 
 PROBE_FORMATS = {
-    # board: (format, ias, oas, granules, max_levels, asid_bits)
-    "q35": (qt.PGTF_VTD_SL, 48, 48, 1 << 12, 4, 0),
-    "virt": (qt.PGTF_ARM_LPAE, 48, 48, (1 << 12) | (1 << 14) | (1 << 16), 4, 16),
+    # board: {format: (ias, oas, granules, max_levels, asid_bits)}
+    "q35": {qt.PGTF_VTD_SL: (48, 48, 1 << 12, 4, 0),
+            qt.PGTF_AMD_V1: (57, 52, 1 << 12, 5, 0)},
+    "virt": {qt.PGTF_ARM_LPAE: (48, 48, (1 << 12) | (1 << 14) | (1 << 16), 4, 16)},
 }
 
 
@@ -197,16 +203,19 @@ PROBE_FORMATS = {
 @pytest.mark.parametrize("props", ["attach-table=on",
                                    "attach-table=on,attach-table-inval-map=on"])
 def test_table_format_probe_property(rig_factory, board, props):
-    """With the feature negotiated, PROBE lists the one format the target's
-    IOMMU model walks, 16 bytes (length 12) with the walker's limits, and
-    INVAL_MAP exactly when asked."""
+    """With the feature negotiated, PROBE lists the formats the target's
+    IOMMU models walk, each 16 bytes (length 12) with its walker's limits,
+    and INVAL_MAP exactly when asked."""
     r = rig_factory(board, props)
     assert r.v.negotiated >> qt.F_ATTACH_TABLE & 1
     tables = [body for t, body in r.v.probe(EDU_EP) if t == qt.PROBE_T_PAGE_TABLE_FMT]
-    assert len(tables) == 1 and len(tables[0]) == 12
-    fmt, ias, oas, granules, levels, asid_bits, flags = struct.unpack("<HBBIBBH", tables[0])
-    assert (fmt, ias, oas, granules, levels, asid_bits) == PROBE_FORMATS[board]
-    assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else 0)
+    assert all(len(body) == 12 for body in tables)
+    got = {}
+    for body in tables:
+        fmt, ias, oas, granules, levels, asid_bits, flags = struct.unpack("<HBBIBBH", body)
+        got[fmt] = (ias, oas, granules, levels, asid_bits)
+        assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else 0)
+    assert got == PROBE_FORMATS[board]
 
 
 @pytest.mark.parametrize("props", ["", "attach-table=on"])
@@ -245,6 +254,12 @@ STATUSES = {
     "format not offered (ARM_LPAE on q35)": ([], _at(fmt=qt.PGTF_ARM_LPAE), qt.S_UNSUPP),
     "unknown format": ([], _at(fmt=2), qt.S_UNSUPP),
     "ias 40": ([], _at(ias=40), qt.S_RANGE),
+    "AMD_V1 ok": ([], _at(fmt=qt.PGTF_AMD_V1), qt.S_OK),
+    "AMD_V1 ias 40": ([], _at(fmt=qt.PGTF_AMD_V1, ias=40), qt.S_RANGE),
+    "AMD_V1 ias 66 (6 levels, above the property's 57)": (
+        [], _at(fmt=qt.PGTF_AMD_V1, ias=66), qt.S_RANGE),
+    "asid for AMD_V1": ([], _at(fmt=qt.PGTF_AMD_V1, asid=1), qt.S_INVAL),
+    "domain with another format": ([_at()], _at(ep=EP2, fmt=qt.PGTF_AMD_V1), qt.S_INVAL),
     "ias 57 (above the property's 48)": ([], _at(ias=57), qt.S_RANGE),
     "granule 16K": ([], _at(granule=14), qt.S_RANGE),
     "root misaligned": ([], _at(root=ROOT + 0x800), qt.S_RANGE),
@@ -291,6 +306,8 @@ def test_page_table_request_status(rig_factory, case):
 WALKS = {
     "q35-vtd-4level": ("q35", qt.PGTF_VTD_SL, 48, 12),
     "q35-vtd-3level": ("q35", qt.PGTF_VTD_SL, 39, 12),
+    "q35-amd-4level": ("q35", qt.PGTF_AMD_V1, 48, 12),
+    "q35-amd-3level": ("q35", qt.PGTF_AMD_V1, 39, 12),
     "virt-lpae-4k": ("virt", qt.PGTF_ARM_LPAE, 48, 12),
     "virt-lpae-16k": ("virt", qt.PGTF_ARM_LPAE, 47, 14),
     "virt-lpae-64k": ("virt", qt.PGTF_ARM_LPAE, 42, 16),
@@ -339,9 +356,10 @@ def test_table_walk_dma(rig_factory, walk):
     assert r.v.faults() == []
 
 
-@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k"])
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
 def test_table_walk_large_page(rig_factory, walk):
-    """A 2 MiB leaf one level up (VT-d PS, an Arm level-2 block)."""
+    """A 2 MiB leaf one level up (VT-d PS, an AMD level-2 entry of next
+    level 0, an Arm level-2 block)."""
     r, t = _table_rig(rig_factory, walk)
     big = r.ram + 0x800000                      # 2 MiB aligned
     t.map(IOVA + 0x200000, big, level=2)
@@ -356,15 +374,22 @@ def test_table_walk_large_page(rig_factory, walk):
 # walk: what makes an entry unusable, applied to the leaf's entry
 MALFORMED = {
     # VT-d: bit 50 is above the 48-bit host address width: reserved
-    "vtd-reserved-bit": ("q35-vtd-4level", lambda pte, t: pte | (1 << 50), 1),
+    "vtd-reserved-bit": ("q35-vtd-4level", lambda pte, slot: pte | (1 << 50), 1),
     # VT-d: PS in a level-4 entry is reserved
-    "vtd-ps-at-level-4": ("q35-vtd-4level", lambda pte, t: pte | (1 << 7), 4),
+    "vtd-ps-at-level-4": ("q35-vtd-4level", lambda pte, slot: pte | (1 << 7), 4),
     # Arm: a level-3 descriptor of type block (0b01) is reserved
-    "lpae-l3-block": ("virt-lpae-4k", lambda pte, t: (pte & ~3) | 1, 1),
+    "lpae-l3-block": ("virt-lpae-4k", lambda pte, slot: (pte & ~3) | 1, 1),
     # Arm: a block at level 0 of a 4K table does not exist
-    "lpae-l0-block": ("virt-lpae-4k", lambda pte, t: (pte & ~3) | 1, 4),
+    "lpae-l0-block": ("virt-lpae-4k", lambda pte, slot: (pte & ~3) | 1, 4),
+    # AMD: a leaf without PR (its IR and IW still set)
+    "amd-leaf-absent": ("q35-amd-4level", lambda pte, slot: pte & ~1, 1),
+    # AMD: a level-3 entry pointing at its own table as level 3 (a walk
+    # that follows it never ends)
+    "amd-table-points-at-itself": ("q35-amd-4level",
+                                   lambda pte, slot: (slot & ~0xfff) | 1 | 3 << 9 | 3 << 61,
+                                   3),
     # Arm 16K: a block at level 1 needs 52-bit addresses
-    "lpae-16k-l1-block": ("virt-lpae-16k", lambda pte, t: (pte & ~3) | 1, 3),
+    "lpae-16k-l1-block": ("virt-lpae-16k", lambda pte, slot: (pte & ~3) | 1, 3),
 }
 
 
@@ -377,14 +402,14 @@ def test_malformed_entry_faults(rig_factory, case):
     t.map(IOVA, r.data(0))
     r.q.write(r.data(0), bytes(16))
     slot = t.entry_addr(IOVA, level)
-    t.set(slot, spoil(r.q.readn(slot, 8), t))
+    t.set(slot, spoil(r.q.readn(slot, 8), slot))
     r.edu.write_to(IOVA, 16)
     assert r.q.read(r.data(0), 16) == bytes(16)
     faults = r.v.faults()
     assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
 
 
-@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k"])
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
 def test_invalidate_drops_the_iotlb(rig_factory, walk):
     """The device keeps what it walked until INVALIDATE: a leaf changed
     without one still translates the old way, a range that misses it
@@ -448,7 +473,8 @@ def test_table_in_device_memory_is_not_read(rig_factory):
     assert r.v.isr_peek() & 1, "the walk read the ISR: it is not guest RAM"
 
 
-@pytest.mark.parametrize("walk", ["q35-vtd-4level", "virt-lpae-4k", "virt-lpae-64k"])
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k",
+                                  "virt-lpae-64k"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_tables_fault_or_translate(rig_factory, walk, seed):
     """Tables of random entries, some pointing into the tables, some
