@@ -89,6 +89,11 @@ MACHINES = {m.name: m for m in (
     Machine("virt-virtio-iommu-pt", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
             "virtio-iommu-pci,attach-table=on", patched=True),
+    # The q35 device offering AMD v1 alone (attach-table-formats, bit 4), so
+    # that the guest builds AMD v1 tables, walked by the AMD IOMMU model's walk.
+    Machine("q35-virtio-iommu-pt-amd", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "virtio-iommu-pci,attach-table=on,attach-table-formats=0x10",
+            patched=True),
     # The same device saying it caches non-present entries (INVAL_MAP): the
     # guest must invalidate what it maps, or its device's accesses fault.
     Machine("q35-virtio-iommu-pt-invalmap", "qemu-system-x86_64", "q35", "max",

@@ -56,6 +56,9 @@ BAD_CONFIGS = {
     "granule=3k": "granule must be 4k, 8k, 16k, 64k or host",
     "domain-range-start=7,domain-range-end=6": "is above domain-range-end",
     "attach-table-inval-map=on": "attach-table-inval-map needs attach-table=on",
+    "attach-table-formats=0x10": "attach-table-formats needs attach-table=on",
+    "attach-table=on,attach-table-formats=0x2":
+        "attach-table-formats 0x2: this QEMU walks the formats of mask 0x18 only",
 }
 
 
@@ -216,6 +219,18 @@ def test_table_format_probe_property(rig_factory, board, props):
         got[fmt] = (ias, oas, granules, levels, asid_bits)
         assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else 0)
     assert got == PROBE_FORMATS[board]
+
+
+@pytest.mark.parametrize("fmt", [qt.PGTF_VTD_SL, qt.PGTF_AMD_V1])
+def test_attach_table_formats_chooses_the_offer(rig_factory, fmt):
+    """attach-table-formats=<mask>: PROBE lists the chosen format alone,
+    and ATTACH_TABLE takes it and refuses the other (UNSUPP)."""
+    other = qt.PGTF_AMD_V1 if fmt == qt.PGTF_VTD_SL else qt.PGTF_VTD_SL
+    r = rig_factory("q35", f"attach-table=on,attach-table-formats={1 << fmt:#x}")
+    tables = [body for t, body in r.v.probe(EDU_EP) if t == qt.PROBE_T_PAGE_TABLE_FMT]
+    assert [struct.unpack_from("<H", body)[0] for body in tables] == [fmt]
+    assert r.v.status(_at(fmt=other)) == qt.S_UNSUPP
+    assert r.v.status(_at(fmt=fmt)) == qt.S_OK
 
 
 @pytest.mark.parametrize("props", ["", "attach-table=on"])
