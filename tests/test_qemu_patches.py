@@ -523,3 +523,25 @@ def test_random_tables_fault_or_translate(rig_factory, walk, seed):
             r.edu.write_to(iova, 8)
         r.v.faults()
     assert r.v.status(qt.invalidate(1)) == qt.S_OK
+
+
+def test_refused_attach_table_changes_nothing(rig_factory):
+    """An ATTACH_TABLE refused (here a misaligned root, then a MAP domain's
+    ID) leaves the endpoint where it was: in its table domain, translating
+    by that table; then in its MAP domain, translating by its MAPs."""
+    r, t = _table_rig(rig_factory, "q35-vtd-4level")
+    t.map(IOVA, r.data(0), write=False)
+    t.map(IOVA + 0x1000, r.data(1))
+    r.q.write(r.data(0), b"still here")
+    assert r.v.status(qt.attach_table(2, EDU_EP, qt.PGTF_VTD_SL, t.root + 8, 48)) == qt.S_RANGE
+    r.copy(IOVA, IOVA + 0x1000, 10)
+    assert r.q.read(r.data(1), 10) == b"still here"
+
+    assert r.v.status(qt.attach(3, EDU_EP)) == qt.S_OK
+    assert r.v.status(qt.map_req(3, IOVA, IOVA + 0xfff, r.data(2), 1)) == qt.S_OK
+    assert r.v.status(qt.map_req(3, IOVA + 0x1000, IOVA + 0x1fff, r.data(3), 3)) == qt.S_OK
+    r.q.write(r.data(2), b"map domain")
+    assert r.v.status(qt.attach_table(3, EDU_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_INVAL
+    r.copy(IOVA, IOVA + 0x1000, 10)
+    assert r.q.read(r.data(3), 10) == b"map domain"
+    assert r.v.faults() == []
