@@ -262,6 +262,7 @@ STATUSES = {
     "reserved0 set": ([], _at(reserved0=b"\0\1"), qt.S_INVAL),
     "reserved1 set": ([], _at(reserved1=b"\0\0\0\1"), qt.S_INVAL),
     "reserved2 set": ([], _at(reserved2=bytes(15) + b"\1" + bytes(4)), qt.S_INVAL),
+    "reserved2 set in its last byte": ([], _at(reserved2=bytes(19) + b"\1"), qt.S_INVAL),
     "asid outside ARM_LPAE": ([], _at(asid=1), qt.S_INVAL),
     "mair outside ARM_LPAE": ([], _at(mair=0xff), qt.S_INVAL),
     "unknown endpoint": ([], _at(ep=0x999), qt.S_NOENT),
@@ -298,6 +299,8 @@ STATUSES = {
                                  qt.S_INVAL),
     "invalidate reserved1 set": ([_at()], qt.invalidate(1, reserved1=bytes(7) + b"\1" +
                                                         bytes(4)), qt.S_INVAL),
+    "invalidate reserved1 set in its last byte": (
+        [_at()], qt.invalidate(1, reserved1=bytes(11) + b"\1"), qt.S_INVAL),
     "invalidate end below start": ([_at()], qt.invalidate(1, qt.INVAL_S_RANGE, 0x2000,
                                                           0x1fff), qt.S_INVAL),
     # The domain goes with its last endpoint; the endpoint left for ATTACH's
