@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from . import qemu_build
@@ -61,6 +62,8 @@ VIRTIO_F_VERSION_1 = 32
 PCI_CAP_VNDR = 0x09
 CAP_COMMON, CAP_NOTIFY, CAP_ISR, CAP_DEVICE = 1, 2, 3, 4
 QSIZE = 16
+# A command QEMU has not answered in this long hangs it: kill it, fail
+COMMAND_TIMEOUT_S = 30
 
 
 class QtestError(Exception):
@@ -86,18 +89,24 @@ class Qtest:
 
     def cmd(self, line: str) -> str:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        while True:
-            out = self.proc.stdout.readline()
-            if not out:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
-                raise QtestError(f"QEMU exited during {line!r}: {err[-2000:]}")
-            if out.startswith("OK"):
-                return out[2:].strip()
-            if out.startswith("FAIL") or out.startswith("ERR"):
-                raise QtestError(f"{line!r}: {out.strip()}")
-            # IRQ lines and the like: not ours
+        watchdog = threading.Timer(COMMAND_TIMEOUT_S, self.proc.kill)
+        watchdog.start()
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            while True:
+                out = self.proc.stdout.readline()
+                if not out:
+                    err = self.proc.stderr.read() if self.proc.stderr else ""
+                    raise QtestError(f"QEMU exited (or hung and was killed) "
+                                     f"during {line!r}: {err[-2000:]}")
+                if out.startswith("OK"):
+                    return out[2:].strip()
+                if out.startswith("FAIL") or out.startswith("ERR"):
+                    raise QtestError(f"{line!r}: {out.strip()}")
+                # IRQ lines and the like: not ours
+        finally:
+            watchdog.cancel()
 
     def close(self) -> str:
         """Stop QEMU; its standard error."""
