@@ -77,7 +77,7 @@ def test_virtio_iommu_bad_configuration_is_refused(props):
     assert BAD_CONFIGS[props] in res.stderr
 
 
-# Page-table sharing (qemu/patches 0009-0014), checked request by request on
+# Page-table sharing (qemu/patches 0009-0017), checked request by request on
 # the device alone: the tests drive the virtio-iommu and QEMU's edu device
 # over QEMU's qtest protocol (testbed/qtest.py), write the page tables
 # themselves, and make the edu DMA through them.
@@ -150,7 +150,8 @@ class Tables:
 
 
 class Rig:
-    """A board with a virtio-iommu (@props) and an edu behind it."""
+    """A board with a virtio-iommu (@props) and two edus behind it, the
+    first doing the DMA."""
 
     def __init__(self, board: str, props: str = "attach-table=on",
                  features: frozenset = frozenset({qt.F_ATTACH_TABLE}),
@@ -161,7 +162,7 @@ class Rig:
             "-device", f"virtio-iommu-pci,addr={IOMMU_DEVFN >> 3:#x}.0,{props}",
             "-device", f"edu,addr={EDU_DEVFN >> 3:#x}.0",
             "-device", f"edu,addr={EDU2_DEVFN >> 3:#x}.0"])
-        # INPUT_RANGE, DOMAIN_RANGE, PROBE (MAP_UNMAP is not needed for tables)
+        # INPUT_RANGE, DOMAIN_RANGE, MAP_UNMAP (for the MAP domain cases), PROBE
         self.v = qt.VirtioIommu(self.q, IOMMU_DEVFN, self.board.mmio,
                                 {0, 1, 2, 4} | set(features))
         self.edu = qt.Edu(self.q, EDU_DEVFN, self.board.mmio + 0x1000000)
