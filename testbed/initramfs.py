@@ -20,10 +20,12 @@ COMPILER = {"x86": "gcc", "arm64": "aarch64-linux-gnu-gcc"}
 # the selftest's own Makefile has it).
 PROGRAMS = (
     ("tools/testing/selftests/iommu/vfio_edu_dma.c", "vfio_edu_dma", False),
-    # vhost-iommu: the device, what a guest may cost, vhost-net bound to it
+    # vhost-iommu: the device, what a guest may cost, vhost-net bound to it,
+    # page-table sharing
     ("tools/testing/selftests/iommu/vhost_iommu.c", "vhost_iommu", False),
     ("tools/testing/selftests/iommu/vhost_iommu_limits.c", "vhost_iommu_limits", False),
     ("tools/testing/selftests/iommu/vhost_iommu_net.c", "vhost_iommu_net", False),
+    ("tools/testing/selftests/iommu/vhost_iommu_table.c", "vhost_iommu_table", False),
     # `make bench-viommu` (linux/map_benchmark.h is not uAPI in 6.12)
     ("tools/testing/selftests/dma/dma_map_benchmark.c", "dma_map_benchmark", True),
 )

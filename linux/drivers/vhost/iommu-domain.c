@@ -154,11 +154,13 @@ static void vhost_iommu_free_domain(struct vhost_iommu *v,
 {
 	xa_erase(&v->domains, dom->id);
 	v->nr_mappings -= dom->nr_mappings;
-	if (!dom->bypass) {
+	if (!dom->bypass && !dom->table) {
 		v->nr_table_pages -= atomic_long_read(&dom->pt.nr_tables);
 		gpt_deinit(&dom->pt);
 	}
 	v->nr_domains--;
+	/* A table domain's table is the guest's: only its description goes */
+	kfree(dom->table);
 	kfree(dom);
 }
 
@@ -227,8 +229,23 @@ static bool vhost_iommu_resv_mapped(struct vhost_iommu_domain *dom,
 	return false;
 }
 
-static struct vhost_iommu_domain *
-vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass)
+/**
+ * vhost_iommu_new_domain() - create a domain
+ * @v: the device, its lock held
+ * @domain: its ID, free
+ * @bypass: a bypass domain (ATTACH_F_BYPASS)
+ * @table: for a table domain, the guest's table; the domain owns it on
+ *         success
+ *
+ * A MAP domain gets a table of its own for its MAPs; bypass and table
+ * domains have none.
+ *
+ * Return: the domain, or NULL past max_domains, the table budget or for
+ * lack of memory.
+ */
+struct vhost_iommu_domain *
+vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
+		       struct vhost_iommu_table *table)
 {
 	static const struct gpt_amdv1_cfg ptcfg = {
 		.levels = 3,
@@ -245,6 +262,9 @@ vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass)
 	dom->id = domain;
 	dom->bypass = bypass;
 	INIT_LIST_HEAD(&dom->endpoints);
+	/* Below, a table domain is like a bypass one: no table of ours */
+	if (table)
+		bypass = true;
 	if (!bypass && gpt_amdv1_init(&dom->pt, &ptcfg, GFP_KERNEL_ACCOUNT)) {
 		kfree(dom);
 		return NULL;
@@ -265,7 +285,26 @@ vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass)
 	v->nr_domains++;
 	if (!bypass)
 		v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables);
+	dom->table = table;
 	return dom;
+}
+
+/**
+ * vhost_iommu_join() - attach an endpoint to a domain, as ATTACH does
+ * @v: the device, its lock held
+ * @ep: the endpoint, detached from its domain first
+ * @dom: the domain, not the endpoint's
+ */
+void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+		      struct vhost_iommu_domain *dom)
+{
+	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
+	vhost_iommu_detach_ep(v, ep);
+	/* A bound device may have cached bypass translations */
+	vhost_iommu_invalidate_ep(v, ep);
+	ep->domain = dom;
+	list_add(&ep->node, &dom->endpoints);
+	dom->nr_endpoints++;
 }
 
 u8 vhost_iommu_attach(struct vhost_iommu *v,
@@ -292,25 +331,19 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 
 	dom = xa_load(&v->domains, domain);
 	if (dom) {
-		if (dom->bypass != bypass)
+		/* Table domains are joined with ATTACH_TABLE only */
+		if (dom->bypass != bypass || dom->table)
 			return VIRTIO_IOMMU_S_INVAL;
 		if (ep->domain == dom)
 			return VIRTIO_IOMMU_S_OK;
 		if (vhost_iommu_resv_mapped(dom, ep))
 			return VIRTIO_IOMMU_S_INVAL;
 	} else {
-		dom = vhost_iommu_new_domain(v, domain, bypass);
+		dom = vhost_iommu_new_domain(v, domain, bypass, NULL);
 		if (!dom)
 			return VIRTIO_IOMMU_S_NOMEM;
 	}
-
-	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
-	vhost_iommu_detach_ep(v, ep);
-	/* A bound device may have cached bypass translations */
-	vhost_iommu_invalidate_ep(v, ep);
-	ep->domain = dom;
-	list_add(&ep->node, &dom->endpoints);
-	dom->nr_endpoints++;
+	vhost_iommu_join(v, ep, dom);
 	return VIRTIO_IOMMU_S_OK;
 }
 
@@ -345,7 +378,8 @@ static u8 vhost_iommu_table_domain(struct vhost_iommu *v, __le32 domain,
 	*dom = xa_load(&v->domains, le32_to_cpu(domain));
 	if (!*dom)
 		return VIRTIO_IOMMU_S_NOENT;
-	if ((*dom)->bypass)
+	/* A table domain's table is the guest's to write (rst: MUST) */
+	if ((*dom)->bypass || (*dom)->table)
 		return VIRTIO_IOMMU_S_INVAL;
 	return VIRTIO_IOMMU_S_OK;
 }
@@ -517,6 +551,8 @@ int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 		return -ENOENT;
 
 	*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+	if (dom->table)
+		return vhost_iommu_table_xlate(v, ep, dom, t, access, max);
 	if (!gpt_marks_page(&dom->pt, t->iova, &page) ||
 	    (page.sw & VHOST_IOMMU_SW_NONE))
 		return -ENOENT;

@@ -9,6 +9,8 @@
  * bypass config invalidate what bound devices cached.
  */
 #include <linux/file.h>
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/vhost.h>
 
@@ -96,7 +98,7 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	struct vhost_iommu_translate t = {
 		.endpoint = b->endpoint, .iova = iova,
 	};
-	u64 size;
+	u64 size, gpa;
 	int access = 0, ret;
 
 	mutex_lock(&v->lock);
@@ -116,10 +118,22 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	}
 	if (ret)
 		goto out;
+	gpa = t.gpa;
 	size = map->last - t.gpa + 1;
 	if (t.size) {
-		/* Not in bypass: the MAP may end sooner */
-		vhost_iommu_xlate(v, &t, perm, reason, size ?: U64_MAX);
+		/*
+		 * Not in bypass: the MAP may end sooner.  A table domain's
+		 * second walk may find what the guest rewrote meanwhile:
+		 * only the address the memory table was looked up for goes
+		 * into the IOTLB.
+		 */
+		ret = vhost_iommu_xlate(v, &t, perm, reason, size ?: U64_MAX);
+		if (!ret && t.gpa != gpa) {
+			ret = -ENOENT;
+			*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+		}
+		if (ret)
+			goto out;
 		size = t.size;
 	}
 	if (t.perm & VHOST_IOMMU_PERM_READ)
@@ -139,12 +153,22 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 	struct vhost_iommu_bound *b = container_of(work,
 						     struct vhost_iommu_bound,
 						     work);
+	struct mm_struct *mm = READ_ONCE(b->v->dev.mm);
 	int ret, access;
 	u32 perm, fault;
 	bool lost;
 	u64 iova;
 	u8 reason;
 
+	/*
+	 * A table domain's walk reads the guest's table through the VMM's
+	 * mapping: work in its mm (the device's owner, which stays while
+	 * the binding does: release unbinds first).
+	 */
+	if (mm && !mmget_not_zero(mm))
+		mm = NULL;
+	if (mm)
+		kthread_use_mm(mm);
 	for (;;) {
 		spin_lock(&b->miss_lock);
 		if (!b->nr_misses) {
@@ -170,6 +194,10 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 		if (ret == -ENOENT || ret == -EACCES)
 			vhost_iommu_report_fault(b->v, reason, fault,
 						 b->endpoint, iova);
+	}
+	if (mm) {
+		kthread_unuse_mm(mm);
+		mmput_async(mm);
 	}
 }
 

@@ -28,7 +28,10 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
 	if (!ep)
 		return VIRTIO_IOMMU_S_NOENT;
-	/* ADD_ENDPOINT and SET_CONFIG made sure they fit probe_size. */
+	/*
+	 * ADD_ENDPOINT, SET_CONFIG and SET_FEATURES made sure they fit
+	 * probe_size.
+	 */
 	for (i = 0; i < ep->nr_resv; i++, p++) {
 		p->head.type = cpu_to_le16(VIRTIO_IOMMU_PROBE_T_RESV_MEM);
 		p->head.length = cpu_to_le16(sizeof(*p) - sizeof(p->head));
@@ -36,6 +39,9 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 		p->start = cpu_to_le64(ep->resv[i].start);
 		p->end = cpu_to_le64(ep->resv[i].end);
 	}
+	/* The table formats every endpoint may be attached with */
+	if (vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
+		vhost_iommu_table_props(v, (u8 *)p);
 	return VIRTIO_IOMMU_S_OK;
 }
 
@@ -46,6 +52,8 @@ union vhost_iommu_req {
 	struct virtio_iommu_req_map map;
 	struct virtio_iommu_req_unmap unmap;
 	struct virtio_iommu_req_probe probe;
+	struct virtio_iommu_req_attach_table attach_table;
+	struct virtio_iommu_req_invalidate invalidate;
 };
 
 /*
@@ -92,6 +100,13 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		size = sizeof(struct virtio_iommu_req_probe);
 		tail_off = v->cfg.probe_size;
 		break;
+	/* Known types, answered UNSUPP when the feature was not negotiated */
+	case VIRTIO_IOMMU_T_ATTACH_TABLE:
+		size = offsetof(struct virtio_iommu_req_attach_table, tail);
+		break;
+	case VIRTIO_IOMMU_T_INVALIDATE:
+		size = offsetof(struct virtio_iommu_req_invalidate, tail);
+		break;
 	default:
 		return 0;	/* unknown type: leave the buffer unwritten */
 	}
@@ -137,6 +152,12 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
 				 vhost_iommu_unmap(v, &req.unmap) :
 				 VIRTIO_IOMMU_S_UNSUPP;
+			break;
+		case VIRTIO_IOMMU_T_ATTACH_TABLE:
+			status = vhost_iommu_attach_table(v, &req.attach_table);
+			break;
+		case VIRTIO_IOMMU_T_INVALIDATE:
+			status = vhost_iommu_invalidate(v, &req.invalidate);
 			break;
 		default:
 			status = vhost_iommu_probe(v, &req.probe, props);

@@ -44,7 +44,8 @@ MODULE_PARM_DESC(max_table_pages,
 				 (1ULL << VIRTIO_IOMMU_F_DOMAIN_RANGE) |	\
 				 (1ULL << VIRTIO_IOMMU_F_MAP_UNMAP) |		\
 				 (1ULL << VIRTIO_IOMMU_F_PROBE) |		\
-				 (1ULL << VIRTIO_IOMMU_F_BYPASS_CONFIG))
+				 (1ULL << VIRTIO_IOMMU_F_BYPASS_CONFIG) |	\
+				 (1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE))
 
 static struct lock_class_key vhost_iommu_vq_key;
 
@@ -147,10 +148,20 @@ static int vhost_iommu_start(struct vhost_iommu *v)
 	return 0;
 }
 
-static int vhost_iommu_resv_fit(u32 nr_resv, u32 probe_size)
+/*
+ * Do an endpoint's properties fit probe_size: its reserved regions, and
+ * the table formats once page-table sharing is negotiated?
+ */
+static int vhost_iommu_resv_fit(u32 nr_resv, const struct vhost_iommu_config *c,
+				u64 features)
 {
-	return (u64)nr_resv * sizeof(struct virtio_iommu_probe_resv_mem) <=
-	       probe_size;
+	return (u64)nr_resv * sizeof(struct virtio_iommu_probe_resv_mem) +
+	       vhost_iommu_table_props_size(c, features) <= c->probe_size;
+}
+
+static u64 vhost_iommu_features(struct vhost_iommu *v)
+{
+	return v->vqs[VHOST_IOMMU_VQ_REQUEST].acked_features;
 }
 
 static long vhost_iommu_set_config(struct vhost_iommu *v,
@@ -163,7 +174,8 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 
 	if (copy_from_user(&c, argp, sizeof(c)))
 		return -EFAULT;
-	if (c.flags || c.bypass > 1 ||
+	if (c.flags || c.bypass > 1 || c.reserved0 ||
+	    (c.table_formats & ~vhost_iommu_table_formats()) ||
 	    !vhost_iommu_zero(c.padding, sizeof(c.padding)) ||
 	    !vhost_iommu_zero((u8 *)c.reserved, sizeof(c.reserved)))
 		return -EINVAL;
@@ -181,6 +193,8 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 		c.max_mappings = max_mappings;
 	if (!c.max_table_pages)
 		c.max_table_pages = max_table_pages;
+	if (!c.table_formats)
+		c.table_formats = vhost_iommu_table_formats();
 
 	mutex_lock(&v->lock);
 	if (v->running) {
@@ -198,7 +212,8 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 		goto out;
 	}
 	xa_for_each(&v->endpoints, id, ep) {
-		if (!vhost_iommu_resv_fit(ep->nr_resv, c.probe_size)) {
+		if (!vhost_iommu_resv_fit(ep->nr_resv, &c,
+					  vhost_iommu_features(v))) {
 			ret = -ENOSPC;
 			goto out;
 		}
@@ -252,7 +267,8 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 	}
 
 	mutex_lock(&v->lock);
-	if (v->configured && !vhost_iommu_resv_fit(e.nr_resv, v->cfg.probe_size))
+	if (v->configured &&
+	    !vhost_iommu_resv_fit(e.nr_resv, &v->cfg, vhost_iommu_features(v)))
 		ret = -ENOSPC;
 	else
 		ret = xa_insert(&v->endpoints, e.id, ep, GFP_KERNEL_ACCOUNT);
@@ -334,12 +350,28 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 
 static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 {
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+	long ret = 0;
 	int i;
 
 	if (features & ~VHOST_IOMMU_FEATURES)
 		return -EOPNOTSUPP;
 	if (v->running)
 		return -EBUSY;
+	/* The formats are PROBE properties (rst: MUST offer PROBE) */
+	if ((features & BIT_ULL(VIRTIO_IOMMU_F_ATTACH_TABLE)) &&
+	    !(features & BIT_ULL(VIRTIO_IOMMU_F_PROBE)))
+		return -EINVAL;
+	mutex_lock(&v->lock);
+	if (v->configured) {
+		xa_for_each(&v->endpoints, id, ep)
+			if (!vhost_iommu_resv_fit(ep->nr_resv, &v->cfg, features))
+				ret = -ENOSPC;
+	}
+	mutex_unlock(&v->lock);
+	if (ret)
+		return ret;
 	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++) {
 		mutex_lock(&v->vqs[i].mutex);
 		v->vqs[i].acked_features = features;

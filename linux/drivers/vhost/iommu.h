@@ -9,6 +9,7 @@
 #ifndef _DRIVERS_VHOST_IOMMU_H
 #define _DRIVERS_VHOST_IOMMU_H
 
+#include <linux/generic_pt/foreign.h>
 #include <linux/generic_pt/gpt.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -24,12 +25,23 @@
 /* Faults kept while the guest has no event buffer; later ones are dropped */
 #define VHOST_IOMMU_MAX_FAULTS	64
 
+/*
+ * The guest's table of a domain created by ATTACH_TABLE (iommu-table.c):
+ * its description, and the request that gave it, which any other
+ * ATTACH_TABLE naming the domain must repeat.
+ */
+struct vhost_iommu_table {
+	struct gpt_foreign ft;
+	struct virtio_iommu_req_attach_table req;
+};
+
 struct vhost_iommu_domain {
 	u32 id;
 	bool bypass;
 	unsigned int nr_endpoints;
 	struct list_head endpoints;		/* struct vhost_iommu_ep.node */
 	unsigned long nr_mappings;
+	struct vhost_iommu_table *table;	/* a table domain, or NULL */
 	struct gpt_table pt;			/* the MAPs, see iommu-domain.c */
 };
 
@@ -144,9 +156,27 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 u8 vhost_iommu_unmap(struct vhost_iommu *v,
 		     const struct virtio_iommu_req_unmap *req);
 void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+struct vhost_iommu_domain *
+vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
+		       struct vhost_iommu_table *table);
+void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+		      struct vhost_iommu_domain *dom);
 void vhost_iommu_reset(struct vhost_iommu *v);
 int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 		      u32 access, u8 *reason, u64 max);
+
+/* iommu-table.c: page-table sharing, under v->lock */
+u32 vhost_iommu_table_formats(void);
+size_t vhost_iommu_table_props_size(const struct vhost_iommu_config *cfg,
+				    u64 features);
+void vhost_iommu_table_props(struct vhost_iommu *v, u8 *props);
+u8 vhost_iommu_attach_table(struct vhost_iommu *v,
+			    const struct virtio_iommu_req_attach_table *req);
+u8 vhost_iommu_invalidate(struct vhost_iommu *v,
+			  const struct virtio_iommu_req_invalidate *req);
+int vhost_iommu_table_xlate(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+			    struct vhost_iommu_domain *dom,
+			    struct vhost_iommu_translate *t, u32 access, u64 max);
 
 /* iommu-iotlb.c: the vhost devices bound to endpoints */
 void vhost_iommu_invalidate_dom(struct vhost_iommu *v,

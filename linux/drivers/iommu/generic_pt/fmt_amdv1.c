@@ -174,6 +174,31 @@ static inline u64 ptf_clean(const struct gpt_table *t, u64 pte)
 	return pte & ~AMDV1_HD;
 }
 
+/*
+ * For foreign tables (pt_foreign.h): bits 58:52 are reserved in every
+ * entry, 60:59 too in a table entry, whose next level must be the level
+ * below (the walk skips no level).
+ */
+static inline u64 ptf_rsvd(const struct gpt_table *t, u64 pte,
+			   unsigned int lvl)
+{
+	u64 nl = FIELD_GET(AMDV1_NL, pte);
+	u64 rsvd = GENMASK_ULL(58, 52);
+
+	if (nl && nl != AMDV1_NL_SIZE) {
+		rsvd |= GENMASK_ULL(60, 59);
+		if (nl != lvl)
+			rsvd |= AMDV1_NL;
+	}
+	return rsvd;
+}
+
+/* IR and IW are checked at every level */
+static inline int ptf_table_prot(const struct gpt_table *t, u64 pte)
+{
+	return ptf_leaf_prot(t, pte);
+}
+
 #define PTF_PREFIX amdv1
 #include "pt_core.h"
 

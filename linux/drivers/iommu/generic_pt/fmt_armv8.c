@@ -25,17 +25,16 @@ static void armv8_set_runs(struct gpt_table *t)
 }
 
 /**
- * gpt_armv8_init() - initialise an ARMv8 long descriptor table
- * @t: the table to initialise
+ * armv8_describe() - fill in the constants of an ARMv8 table
+ * @t: the table, cleared first
  * @cfg: granule, stage, address sizes and options
- * @gfp: allocation flags for the top table
  *
- * Any context that may allocate with @gfp; no locking, @t is not yet shared.
+ * Everything but the top table and the algorithms: gpt_armv8_init() adds
+ * those, a foreign table (gpt_foreign.c) needs neither.
  *
- * Return: 0, -EINVAL for an unsupported configuration, -ENOMEM.
+ * Return: the top level, or -EINVAL for an unsupported configuration.
  */
-int gpt_armv8_init(struct gpt_table *t, const struct gpt_armv8_cfg *cfg,
-		   gfp_t gfp)
+int armv8_describe(struct gpt_table *t, const struct gpt_armv8_cfg *cfg)
 {
 	unsigned int gshift, bits, va_bits, levels, top_bits;
 
@@ -83,13 +82,33 @@ int gpt_armv8_init(struct gpt_table *t, const struct gpt_armv8_cfg *cfg,
 	t->fmtd.arm.contig = !!(cfg->flags & GPT_ARMV8_CONTIG);
 	t->fmtd.arm.dbm = !!(cfg->flags & GPT_ARMV8_DBM);
 	armv8_set_runs(t);
-	switch (gshift) {
+	return levels - 1;
+}
+
+/**
+ * gpt_armv8_init() - initialise an ARMv8 long descriptor table
+ * @t: the table to initialise
+ * @cfg: granule, stage, address sizes and options
+ * @gfp: allocation flags for the top table
+ *
+ * Any context that may allocate with @gfp; no locking, @t is not yet shared.
+ *
+ * Return: 0, -EINVAL for an unsupported configuration, -ENOMEM.
+ */
+int gpt_armv8_init(struct gpt_table *t, const struct gpt_armv8_cfg *cfg,
+		   gfp_t gfp)
+{
+	int top = armv8_describe(t, cfg);
+
+	if (top < 0)
+		return top;
+	switch (t->fmtd.arm.granule_shift) {
 	case 12:
-		return armv8_4k_setup(t, levels - 1, gfp);
+		return armv8_4k_setup(t, top, gfp);
 	case 14:
-		return armv8_16k_setup(t, levels - 1, gfp);
+		return armv8_16k_setup(t, top, gfp);
 	default:
-		return armv8_64k_setup(t, levels - 1, gfp);
+		return armv8_64k_setup(t, top, gfp);
 	}
 }
 EXPORT_SYMBOL_GPL(gpt_armv8_init);

@@ -165,7 +165,8 @@ static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
 
 		/* A clean DBM page is writable; write-only reads back RW */
 		prot = IOMMU_READ;
-		if (!(pte & ARMV8_AP_RDONLY) || (pte & ARMV8_DBM))
+		if (!(pte & ARMV8_AP_RDONLY) ||
+		    ((pte & ARMV8_DBM) && t->fmtd.arm.dbm))
 			prot |= IOMMU_WRITE;
 		if (!(pte & ARMV8_AP_UNPRIV))
 			prot |= IOMMU_PRIV;
@@ -178,7 +179,8 @@ static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
 
 		if (pte & ARMV8_S2AP_R)
 			prot |= IOMMU_READ;
-		if (pte & (ARMV8_S2AP_W | ARMV8_DBM))
+		if ((pte & ARMV8_S2AP_W) ||
+		    ((pte & ARMV8_DBM) && t->fmtd.arm.dbm))
 			prot |= IOMMU_WRITE;
 		if (attr == ARMV8_S2_MEMATTR_DEV)
 			prot |= IOMMU_MMIO;
@@ -217,6 +219,26 @@ static inline u64 ptf_clean(const struct gpt_table *t, u64 pte)
 	if (t->fmtd.arm.stage == 1)
 		return pte | ARMV8_AP_RDONLY;
 	return pte & ~ARMV8_S2AP_W;
+}
+
+/*
+ * For foreign tables (pt_foreign.h): output address bits 50:48 are RES0
+ * with 48-bit addresses, and a last-level entry must be a page (type 3).
+ */
+static inline u64 ptf_rsvd(const struct gpt_table *t, u64 pte,
+			   unsigned int lvl)
+{
+	u64 rsvd = ARMV8_RES0_OA;
+
+	if (!lvl && (pte & ARMV8_TYPE_MASK) != ARMV8_TYPE_TABLE)
+		rsvd |= ARMV8_VALID;
+	return rsvd;
+}
+
+/* APTable[1] takes write permission away below the table entry */
+static inline int ptf_table_prot(const struct gpt_table *t, u64 pte)
+{
+	return pte & ARMV8_APTABLE_RO ? IOMMU_READ : IOMMU_READ | IOMMU_WRITE;
 }
 
 #include "pt_core.h"

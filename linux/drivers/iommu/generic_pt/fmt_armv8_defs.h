@@ -29,6 +29,8 @@
 #define ARMV8_CONTIG		BIT_ULL(52)
 #define ARMV8_XN		GENMASK_ULL(54, 53)	/* UXN|PXN, S2 XN[1:0] */
 #define ARMV8_SW_SHIFT		55	/* bits 58:55 are for software */
+#define ARMV8_RES0_OA		GENMASK_ULL(50, 48)	/* 48-bit output */
+#define ARMV8_APTABLE_RO	BIT_ULL(62)	/* table entries only */
 
 /* MAIR indexes io-pgtable-arm programs: normal NC, normal WB, device */
 #define ARMV8_MAIR_IDX_CACHE	1ULL
@@ -53,6 +55,8 @@ static inline unsigned int armv8_contig_log2_of(unsigned int gshift,
 		return 4;
 	}
 }
+
+int armv8_describe(struct gpt_table *t, const struct gpt_armv8_cfg *cfg);
 
 /* Finish gpt_armv8_init() with the algorithms of one granule */
 int armv8_4k_setup(struct gpt_table *t, unsigned int top_lvl, gfp_t gfp);

@@ -135,6 +135,19 @@ static inline u64 ptf_clean(const struct gpt_table *t, u64 pte)
 	return pte & ~VTDSS_D;
 }
 
+/* For foreign tables (pt_foreign.h): PS is reserved above the 1G level */
+static inline u64 ptf_rsvd(const struct gpt_table *t, u64 pte,
+			   unsigned int lvl)
+{
+	return lvl > 2 ? VTDSS_PS : 0;
+}
+
+/* Read and write are checked at every level */
+static inline int ptf_table_prot(const struct gpt_table *t, u64 pte)
+{
+	return ptf_leaf_prot(t, pte);
+}
+
 #define PTF_PREFIX vtdss
 #include "pt_core.h"
 

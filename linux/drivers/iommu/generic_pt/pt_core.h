@@ -31,6 +31,7 @@
  *  ptf_leaf_prot(t, pte)     leaf attributes back to iommu prot flags
  *  ptf_sw_shift(t)           bit of GPT_SW_FIRST in a leaf, 0 if no room
  *  ptf_dirty_ok(t), ptf_dirty(t, pte), ptf_clean(t, pte)
+ *  ptf_rsvd(t, pte, lvl), ptf_table_prot(t, pte): see pt_foreign.h
  */
 #include "gpt_priv.h"
 
@@ -962,3 +963,5 @@ static int PTN(init_common)(struct gpt_table *t, unsigned int top_lvl,
 	t->ops = &PTN(ops);
 	return 0;
 }
+
+#include "pt_foreign.h"

@@ -49,7 +49,15 @@
  *                   The tables are what a MAP costs the host (a huge range
  *                   whose alignment allows only small pages needs many), so
  *                   this, not @max_mappings, bounds the memory a guest pins
- * @reserved: zero; room for page-table sharing (formats the device walks)
+ * @table_formats: with VIRTIO_IOMMU_F_ATTACH_TABLE negotiated, the page
+ *                 table formats the device offers every endpoint in PROBE
+ *                 and accepts in ATTACH_TABLE: bit n for format n
+ *                 (VIRTIO_IOMMU_PGTF_*).  0: every format the device walks
+ *                 (VHOST_IOMMU_TABLE_FORMATS); GET_CONFIG says which.  Each
+ *                 takes 16 bytes of @probe_size once the feature is
+ *                 negotiated
+ * @reserved0: zero
+ * @reserved: zero
  *
  * The VMM mirrors @page_size_mask to @probe_size and @bypass into the
  * virtio config space it exposes, and forwards the guest's writes of
@@ -68,8 +76,13 @@ struct vhost_iommu_config {
 	__u32 flags;
 	__u64 max_mappings;
 	__u64 max_table_pages;
-	__u64 reserved[3];
+	__u32 table_formats;
+	__u32 reserved0;
+	__u64 reserved[2];
 };
+
+/* The formats vhost-iommu walks: ARM_LPAE (4K, 16K, 64K), VTD_SL, AMD_V1 */
+#define VHOST_IOMMU_TABLE_FORMATS	((1 << 1) | (1 << 3) | (1 << 4))
 
 /* Subtypes of a reserved region, as in the PROBE RESV_MEM property */
 #define VHOST_IOMMU_RESV_MEM_T_RESERVED	0
@@ -179,10 +192,14 @@ struct vhost_iommu_translate {
  * endpoint: its IOTLB misses are then translated here, and UNMAP, DETACH
  * and resets invalidate what it cached before they complete.
  *
+ * Page-table sharing (VIRTIO_IOMMU_F_ATTACH_TABLE, requests ATTACH_TABLE
+ * and INVALIDATE) is offered by VHOST_GET_FEATURES like the other feature
+ * bits, needs VIRTIO_IOMMU_F_PROBE with it, and is configured with
+ * @table_formats of struct vhost_iommu_config.  A table domain's
+ * translations come from walking the guest's table through the memory
+ * table; see Documentation/iommu/vhost-iommu.rst.
+ *
  * Reserved for later, so they keep their numbers: 0xA8 statistics.
- * Page-table sharing (requests
- * ATTACH_TABLE 6 and INVALIDATE 7) will be announced by a feature bit and
- * configured through @reserved of struct vhost_iommu_config.
  */
 #define VHOST_IOMMU_SET_CONFIG	_IOW(VHOST_VIRTIO, 0xA0, struct vhost_iommu_config)
 #define VHOST_IOMMU_GET_CONFIG	_IOR(VHOST_VIRTIO, 0xA1, struct vhost_iommu_config)

@@ -957,7 +957,7 @@ TEST(ioctl_order)
 	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	default_cfg(&c);
-	c.reserved[2] = 1;
+	c.reserved[1] = 1;
 	EXPECT_EQ(-1, ioctl(fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	default_cfg(&c);
