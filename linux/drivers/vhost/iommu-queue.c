@@ -71,6 +71,7 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 	union vhost_iommu_req req = {};
 	struct iov_iter from, to;
 	size_t size, tail_off = 0;
+	bool unsupp = false;
 	u8 *props = NULL;
 	u8 status;
 	u32 used = 0;
@@ -100,12 +101,17 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		size = sizeof(struct virtio_iommu_req_probe);
 		tail_off = v->cfg.probe_size;
 		break;
-	/* Known types, answered UNSUPP when the feature was not negotiated */
+	/*
+	 * Known types, answered UNSUPP when the feature was not negotiated
+	 * (rst: MUST), whatever their length
+	 */
 	case VIRTIO_IOMMU_T_ATTACH_TABLE:
 		size = offsetof(struct virtio_iommu_req_attach_table, tail);
+		unsupp = !vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE);
 		break;
 	case VIRTIO_IOMMU_T_INVALIDATE:
 		size = offsetof(struct virtio_iommu_req_invalidate, tail);
+		unsupp = !vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE);
 		break;
 	default:
 		return 0;	/* unknown type: leave the buffer unwritten */
@@ -121,6 +127,8 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		 */
 		tail_off = in_len - sizeof(tail);
 		status = VIRTIO_IOMMU_S_INVAL;
+	} else if (unsupp) {
+		status = VIRTIO_IOMMU_S_UNSUPP;
 	} else if (out_len < size) {
 		status = VIRTIO_IOMMU_S_INVAL;
 	} else if (copy_from_iter((u8 *)&req + sizeof(req.head),

@@ -508,7 +508,9 @@ TEST_F(viommu, probe_not_negotiated_used_len_0)
 
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	/* Page-table sharing needs PROBE: off too */
 	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	a = probe(self, 1, 0);
@@ -527,7 +529,7 @@ TEST_F(viommu, unknown_type_used_len_0)
 	struct virtio_iommu_req_attach r = {
 		.domain = 1, .endpoint = 1,
 	};
-	uint8_t types[] = { 0, 6, 7, 0x42, 0xff };
+	uint8_t types[] = { 0, 8, 0x42, 0xff };
 	unsigned int i;
 
 	for (i = 0; i < sizeof(types); i++) {
@@ -538,6 +540,20 @@ TEST_F(viommu, unknown_type_used_len_0)
 		EXPECT_TRUE(a.done);
 		EXPECT_EQ(0, a.len);
 		EXPECT_EQ(0xff, resp[0]);	/* buffer left unwritten */
+	}
+	/*
+	 * ATTACH_TABLE and INVALIDATE without their feature: UNSUPP, even
+	 * short (virtio-iommu.rst, "Page-table sharing": MUST)
+	 */
+	for (i = VIRTIO_IOMMU_T_ATTACH_TABLE; i <= VIRTIO_IOMMU_T_INVALIDATE;
+	     i++) {
+		struct answer a;
+
+		r.head.type = i;
+		a = do_req(self->mem, &self->rq, &r, sizeof(r) - 4, 4, 0);
+		EXPECT_TRUE(a.done);
+		EXPECT_EQ(4, a.len);
+		EXPECT_EQ(VIRTIO_IOMMU_S_UNSUPP, a.status);
 	}
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 }

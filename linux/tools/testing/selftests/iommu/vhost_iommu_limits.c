@@ -3,9 +3,11 @@
  * vhost-iommu selftest: what a guest may cost the host.  The device's
  * limits (domains, mappings, page-table pages) answer NOMEM and give back
  * what the guest frees; and every allocation on the ioctl and the request
- * paths fails once in turn (fail-nth), changing nothing.
+ * paths fails once in turn (fail-nth), changing nothing, page-table
+ * sharing's requests included.
  */
 #include "vhost_iommu_model.h"
+#include "vhost_iommu_pt.h"
 
 TEST_F(viommu, domain_limit_nomem)
 {
@@ -611,6 +613,114 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 		total_nomem += nomem;
 	}
 	EXPECT_LT(0, total_nomem);
+	close(nth);
+}
+
+/*
+ * Page-table sharing's requests with the n-th allocation of the worker
+ * failing: ATTACH_TABLE answers NOMEM and attaches nothing, or OK and the
+ * endpoint translates through the table; INVALIDATE and PROBE go on.
+ */
+enum { FT_ATTACH, FT_JOIN, FT_INVAL_RANGE, FT_INVAL_DOMAIN, FT_PROBE,
+       FT_DETACH, FT_NR };
+
+static const char *const ft_names[FT_NR] = {
+	"ATTACH_TABLE a new domain", "ATTACH_TABLE a second endpoint",
+	"INVALIDATE a range", "INVALIDATE the domain", "PROBE with formats",
+	"DETACH from the table domain",
+};
+
+static int ft_send(struct _test_data_viommu *self, struct pt *p, int step)
+{
+	struct virtio_iommu_req_probe pr = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 2,
+	};
+	struct answer a;
+
+	switch (step) {
+	case FT_ATTACH:
+		return pt_attach(self, p, 20, 2);
+	case FT_JOIN:
+		return pt_attach(self, p, 20, 3);
+	case FT_INVAL_RANGE:
+		return invalidate(self, 20, INV_RANGE, INV_LEAF, 0x40000000,
+				  0x40000fff);
+	case FT_INVAL_DOMAIN:
+		return invalidate(self, 20, INV_DOMAIN, 0, 0, 0);
+	case FT_PROBE:
+		a = do_req(self->mem, &self->rq, &pr, sizeof(pr),
+			   PROBE_SIZE + 4, PROBE_SIZE);
+		return a.done && a.len == PROBE_SIZE + 4 ? a.status : -1;
+	default:
+		return detach(self, 20, 2);
+	}
+}
+
+TEST_F_TIMEOUT(viommu, fail_nth_table_requests, 600)
+{
+	uint32_t zero = 0, one = 1;
+	unsigned int s, k, n, nomem, total = 0;
+	struct vhost_iommu_translate t;
+	int nth, ret, status, hit;
+	pid_t worker;
+	struct pt p;
+
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
+	table_up(_metadata, self, 0);
+	pt_init(&p, self->mem, PT_VTD, 4);
+	ASSERT_EQ(0, pt_map(&p, 0x40000000, GPA_BASE + OFF_PT_DATA, 0,
+			    PT_R | PT_W));
+	worker = vhost_worker_tid();
+	ASSERT_LT(0, worker);
+	nth = open_fail_nth(worker);
+	ASSERT_LE(0, nth);
+	for (s = 0; s < FT_NR; s++) {
+		nomem = 0;
+		for (n = 1; n < FAIL_NTH_MAX; n++) {
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &one));
+			for (k = 0; k < s; k++)
+				ASSERT_EQ(OK, ft_send(self, &p, k));
+			fail_nth_set(_metadata, nth, n);
+			status = ft_send(self, &p, s);
+			hit = fail_nth_hit(_metadata, nth);
+			if (status == VIRTIO_IOMMU_S_NOMEM) {
+				ASSERT_TRUE(hit);
+				nomem++;
+			} else {
+				ASSERT_EQ(OK, status)
+					TH_LOG("%s, fail-nth %u", ft_names[s], n);
+			}
+			/* The endpoints are where the answer says */
+			ret = xlate(self, 2, 0x40000000, &t);
+			if ((s == FT_DETACH && status == OK) ||
+			    (s == FT_ATTACH && status != OK)) {
+				EXPECT_EQ(-ENOENT, ret);
+			} else {
+				EXPECT_EQ(0, ret);
+			}
+			if (s == FT_JOIN) {
+				EXPECT_EQ(status == OK ? 0 : -ENOENT,
+					  xlate(self, 3, 0x40000000, &t));
+			}
+			/* And the queue still serves the step */
+			if (s != FT_DETACH || status != OK) {
+				EXPECT_EQ(OK, ft_send(self, &p, s));
+			}
+			if (!hit)
+				break;
+		}
+		TH_LOG("fail-nth %-32s %3u fault sites, %3u answered NOMEM",
+		       ft_names[s], n - 1, nomem);
+		ASSERT_GT(FAIL_NTH_MAX, n);
+		total += nomem;
+	}
+	EXPECT_LT(0, total);
 	close(nth);
 }
 

@@ -5,9 +5,12 @@
  * endpoint's domain: packets go out from IOVAs, UNMAP and DETACH take them
  * away, bindings end with the endpoint, the device or the IOMMU, and misses
  * are neither lost nor left waiting, also while several VMM threads and
- * the guest work at once and while the files close.
+ * the guest work at once and while the files close.  With page-table
+ * sharing, vhost-net translates through the guest's own table and
+ * INVALIDATE takes away what it cached.
  */
 #include "vhost_iommu_model.h"
+#include "vhost_iommu_pt.h"
 
 /*
  * vhost-net bound to an endpoint (VHOST_SET_IOMMU): the kernel translates
@@ -1012,6 +1015,134 @@ TEST_F_TIMEOUT(viommu, close_while_missing, 600)
 	/* What is left serves, and binds */
 	ASSERT_EQ(0, net_up(_metadata, self, &n));
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	net_down(&n);
+}
+
+/*
+ * Page-table sharing: the endpoint in a table domain, vhost-net's ring and
+ * packet mapped by the guest's VT-d table (vhost_iommu_pt.h's writer).
+ * Each frame's bytes are checked; after a leaf is cleared, or a table
+ * unlinked, and INVALIDATE answered, vhost-net may not use what it cached:
+ * the guest gets a fault and nothing goes out.
+ */
+static void shared_frame(uint8_t *pkt, uint8_t tag)
+{
+	int i;
+
+	memset(pkt, 0, NET_HDR);
+	memset(pkt + NET_HDR, 0xff, 6);
+	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
+	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
+	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
+	for (i = 14; i < NET_FRAME; i++)
+		pkt[NET_HDR + i] = i * 7 + tag;
+}
+
+/* Publish the packet at avail slot @idx and kick; the frame, or -1 */
+static int shared_send(struct net_dev *n, uint16_t idx, uint8_t *got,
+		       size_t len, int ms)
+{
+	uint64_t one = 1;
+
+	n->desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME,
+					  0, 0 };
+	n->avail->ring[idx % QSZ] = 0;
+	__atomic_store_n(&n->avail->idx, idx + 1, __ATOMIC_RELEASE);
+	if (write(n->kick, &one, sizeof(one)) != sizeof(one))
+		return -1;
+	return tap_frame(&n->tap, got, len, ms);
+}
+
+/* Kick again (a faulted queue waits for one), the frame or -1 */
+static int shared_kick(struct net_dev *n, uint8_t *got, size_t len)
+{
+	uint64_t one = 1;
+
+	if (write(n->kick, &one, sizeof(one)) != sizeof(one))
+		return -1;
+	return tap_frame(&n->tap, got, len, 3000);
+}
+
+TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
+	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct net_dev n = { .tap = { -1, -1, -1 } };
+	uint8_t got[2048];
+	struct pt p;
+	int i;
+
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	table_up(_metadata, self, 0);
+	pt_init(&p, self->mem, PT_VTD, 4);
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, pt_map(&p, NET_IOVA_RING + i * PG,
+				    GPA_BASE + NET_OFF_RING + i * PG, 0,
+				    PT_R | PT_W));
+	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF, 0, PT_R));
+	ASSERT_EQ(OK, pt_attach(self, &p, 7, NET_EP));
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+
+	n.desc = (void *)ring;
+	n.avail = (void *)(ring + 0x1000);
+	n.used = (void *)(ring + 0x2000);
+	n.kick = eventfd(0, EFD_NONBLOCK);
+	n.call = eventfd(0, EFD_NONBLOCK);
+	n.fd = open("/dev/vhost-net", O_RDWR);
+	ASSERT_LE(0, n.fd);
+	ASSERT_EQ(0, tap_open(&n.tap));
+	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_OWNER));
+	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_FEATURES, &want));
+	ASSERT_EQ(0, net_set_mem(n.fd, self->mem));
+	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_IOMMU, &bind));
+	ASSERT_EQ(0, net_start_tx(n.fd, ring, n.kick, n.call, n.tap.fd));
+
+	/* Through the guest's table */
+	shared_frame(pkt, 3);
+	ASSERT_EQ(NET_FRAME, shared_send(&n, 0, got, sizeof(got), 3000));
+	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
+	EXPECT_TRUE(evt_none(&self->eq));
+
+	/* The leaf cleared, INVALIDATE (leaf only) answered: a fault */
+	pt_clear(&p, NET_IOVA_BUF, 0);
+	ASSERT_EQ(OK, invalidate(self, 7, INV_RANGE, INV_LEAF, NET_IOVA_BUF,
+				 NET_IOVA_BUF + PG - 1));
+	EXPECT_EQ(-1, shared_send(&n, 1, got, sizeof(got), 300));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
+
+	/* Mapped again elsewhere: no INVALIDATE needed for a new entry */
+	shared_frame(pkt + PG, 5);
+	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF + PG, 0,
+			    PT_R));
+	ASSERT_EQ(NET_FRAME, shared_kick(&n, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(got, pkt + PG + NET_HDR, NET_FRAME));
+
+	/* Changed in place, then INVALIDATE of the whole domain */
+	shared_frame(pkt + 2 * PG, 9);
+	pt_store(pt_entry(&p, NET_IOVA_BUF, 0),
+		 pt_mk_leaf(&p, GPA_BASE + NET_OFF_BUF + 2 * PG, 0, PT_R));
+	ASSERT_EQ(OK, invalidate(self, 7, INV_DOMAIN, 0, 0, 0));
+	ASSERT_EQ(NET_FRAME, shared_send(&n, 2, got, sizeof(got), 3000));
+	EXPECT_EQ(0, memcmp(got, pkt + 2 * PG + NET_HDR, NET_FRAME));
+
+	/* The buffer's whole leaf table unlinked: a range INVALIDATE */
+	pt_clear(&p, NET_IOVA_BUF, 1);
+	ASSERT_EQ(OK, invalidate(self, 7, INV_RANGE, 0, NET_IOVA_BUF,
+				 NET_IOVA_BUF + 0x1fffff));
+	EXPECT_EQ(-1, shared_send(&n, 3, got, sizeof(got), 300));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
+	EXPECT_EQ(3, __atomic_load_n(&n.used->idx, __ATOMIC_ACQUIRE));
+
+	/* DETACH drops the table: the ring itself goes */
+	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF, 0, PT_R));
+	ASSERT_EQ(OK, detach(self, 7, NET_EP));
+	EXPECT_NE(NET_FRAME, shared_kick(&n, got, sizeof(got)));
 	net_down(&n);
 }
 
