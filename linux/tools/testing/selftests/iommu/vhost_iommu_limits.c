@@ -621,8 +621,10 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
  * failing: ATTACH_TABLE answers NOMEM and attaches nothing, or OK and the
  * endpoint translates through the table; INVALIDATE and PROBE go on.
  */
-enum { FT_ATTACH, FT_JOIN, FT_INVAL_RANGE, FT_INVAL_DOMAIN, FT_PROBE,
-       FT_DETACH, FT_NR };
+enum {
+	FT_ATTACH, FT_JOIN, FT_INVAL_RANGE, FT_INVAL_DOMAIN, FT_PROBE,
+	FT_DETACH, FT_NR
+};
 
 static const char *const ft_names[FT_NR] = {
 	"ATTACH_TABLE a new domain", "ATTACH_TABLE a second endpoint",
@@ -709,9 +711,8 @@ TEST_F_TIMEOUT(viommu, fail_nth_table_requests, 600)
 					  xlate(self, 3, 0x40000000, &t));
 			}
 			/* And the queue still serves the step */
-			if (s != FT_DETACH || status != OK) {
+			if (s != FT_DETACH || status != OK)
 				EXPECT_EQ(OK, ft_send(self, &p, s));
-			}
 			if (!hit)
 				break;
 		}

@@ -830,6 +830,7 @@ TEST_F_TIMEOUT(viommu, table_random_against_model, 1800)
 			uint64_t iova = RND_IOVA + pg * PG;
 			int prot = p.fmt == PT_VTD ? 1 + (r >> 20) % 3 :
 				   (r >> 20) & 1 ? PT_R | PT_W : PT_R;
+			uint16_t scope;
 
 			switch ((r >> 12) % 8) {
 			case 0: case 1: case 2:		/* map a page */
@@ -847,9 +848,10 @@ TEST_F_TIMEOUT(viommu, table_random_against_model, 1800)
 					break;
 				pt_clear(&p, iova, 0);
 				m->page[pg] = -1;
-				ASSERT_EQ(OK, invalidate(self, TDOM + f,
-					  (r >> 40) & 1 ? INV_RANGE : INV_DOMAIN,
-					  INV_LEAF, iova, iova + PG - 1));
+				scope = (r >> 40) & 1 ? INV_RANGE : INV_DOMAIN;
+				ASSERT_EQ(OK, invalidate(self, TDOM + f, scope,
+							 INV_LEAF, iova,
+							 iova + PG - 1));
 				invals++;
 				break;
 			case 5: {			/* a 2M region: drop it whole */
@@ -928,7 +930,7 @@ struct flipper {
 	struct pt *p;
 	uint64_t *slots[4];
 	uint64_t good[4];
-	volatile int stop;
+	int stop;		/* __atomic: the other thread reads it */
 	unsigned long flips;
 };
 
@@ -937,7 +939,7 @@ static void *flip_table(void *arg)
 	struct flipper *fl = arg;
 	uint64_t s = 88172645463325252ULL;
 
-	while (!fl->stop) {
+	while (!__atomic_load_n(&fl->stop, __ATOMIC_RELAXED)) {
 		uint64_t r = rnd_next(&s);
 		unsigned int l = r % 4;
 		uint64_t v;
@@ -1001,7 +1003,7 @@ TEST_F_TIMEOUT(viommu, table_guest_rewrites_table, 600)
 				ASSERT_EQ(0, ret);
 			}
 		}
-		fl.stop = 1;
+		__atomic_store_n(&fl.stop, 1, __ATOMIC_RELAXED);
 		pthread_join(th, NULL);
 		ASSERT_EQ(OK, detach(self, TDOM + f, TEP));
 	}
