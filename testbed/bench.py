@@ -459,6 +459,42 @@ def vhost_rows(diags: list[str]) -> list[dict]:
     return [rows[b] for b in VHOST_BATCHES]
 
 
+# The page-table row (vhost_iommu_table.c, bench_invalidate): what unmapping
+# a batch costs a kick, UNMAPs against one INVALIDATE of the guest's table
+VHOST_TABLE_LINE = re.compile(
+    r"bench-vhost-table: batch=(?P<batch>\d+) rounds=(?P<rounds>\d+) "
+    r"unmap_us=(?P<unmap>[0-9.]+) invalidate_us=(?P<inval>[0-9.]+)")
+
+
+def vhost_table_rows(diags: list[str]) -> list[dict]:
+    """Rows {batch, unmap_us, invalidate_us, invalidate_vs_unmap}."""
+    rows = {}
+    for d in diags:
+        m = VHOST_TABLE_LINE.search(d)
+        if not m:
+            continue
+        unmap, inval = float(m["unmap"]), float(m["inval"])
+        if not int(m["rounds"]) or unmap <= 0 or inval <= 0:
+            raise StepError(f"bench-vhost: an empty measurement: {d}")
+        rows[int(m["batch"])] = {
+            "batch": int(m["batch"]), "unmap_us": unmap,
+            "invalidate_us": inval,
+            "invalidate_vs_unmap": round(inval / unmap, 3),
+        }
+    missing = [b for b in VHOST_BATCHES if b not in rows]
+    if missing:
+        raise StepError(f"bench-vhost: no page-table line for batch size(s) {missing}")
+    return [rows[b] for b in VHOST_BATCHES]
+
+
+def vhost_unmap_table(rows: list[dict]) -> str:
+    out = [f"{'batch':>6} {'UNMAPs us/kick':>15} {'INVALIDATE us':>14} {'ratio':>7}"]
+    for r in rows:
+        out.append(f"{r['batch']:>6} {r['unmap_us']:>15.2f} {r['invalidate_us']:>14.2f} "
+                   f"{r['invalidate_vs_unmap']:>6.2f}x")
+    return "\n".join(out)
+
+
 def vhost_table(rows: list[dict]) -> str:
     one = rows[0]["requests_per_s"]
     out = [f"{'batch':>6} {'requests/s':>11} {'us/kick':>9} {'vs batch 1':>10}"]
@@ -482,11 +518,15 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
     if not result.ok or not bench:
         raise StepError(f"{sc.name} failed:\n{result.summary()}")
     rows = vhost_rows(bench.diagnostics())
+    trows = vhost_table_rows(bench.diagnostics())
     paths.BENCH.mkdir(parents=True, exist_ok=True)
     out = paths.BENCH / "vhost.json"
     out.write_text(json.dumps(rows, indent=1) + "\n")
+    tout = paths.BENCH / "vhost-table.json"
+    tout.write_text(json.dumps(trows, indent=1) + "\n")
     print(vhost_table(rows))
-    print(f"wrote {out}")
+    print(vhost_unmap_table(trows))
+    print(f"wrote {out} and {tout}")
     return out
 
 

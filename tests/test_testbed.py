@@ -272,6 +272,29 @@ def test_bench_vhost_rows():
     assert "bench-vhost" in BENCH_SCENARIOS and "bench-vhost" not in SCENARIOS
 
 
+def test_bench_vhost_table_rows():
+    """make bench-vhost's page-table row: UNMAPs against one INVALIDATE a kick."""
+    from testbed import bench
+    from testbed.shell import StepError
+    diags = [
+        "bench-vhost-table: batch=16 rounds=10 unmap_us=400.00 invalidate_us=100.00",
+        "bench-vhost-table: batch=1 rounds=10 unmap_us=100.00 invalidate_us=110.00",
+        "bench-vhost-table: batch=256 rounds=3 unmap_us=5000.00 invalidate_us=120.00",
+        "bench-vhost: batch=1 requests=2000 kicks=2000 seconds=1.000 "
+        "requests_per_s=2000 us_per_kick=500.00",
+    ]
+    rows = bench.vhost_table_rows(diags)
+    assert [r["batch"] for r in rows] == [1, 16, 256]
+    assert rows[1] == {"batch": 16, "unmap_us": 400.0, "invalidate_us": 100.0,
+                       "invalidate_vs_unmap": 0.25}
+    assert "0.02x" in bench.vhost_unmap_table(rows)
+    with pytest.raises(StepError, match=r"\[256\]"):
+        bench.vhost_table_rows(diags[:2])
+    with pytest.raises(StepError, match="empty"):
+        bench.vhost_table_rows(diags + ["bench-vhost-table: batch=1 rounds=0 "
+                                        "unmap_us=0.00 invalidate_us=0.00"])
+
+
 def test_bench_drivers_rows():
     """make bench-drivers: both paths of every IOMMU, on one kernel, switch checked."""
     from testbed import bench

@@ -286,7 +286,8 @@ static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 	const struct vhost_iotlb_map *map;
 	u64 last = gpa + sizeof(*pte) - 1;
 
-	if (!v->dev.umem)
+	/* No mm (a miss worker whose VMM is exiting): nothing to read */
+	if (!v->dev.umem || !current->mm)
 		return -EFAULT;
 	map = vhost_iotlb_itree_first(v->dev.umem, gpa, last);
 	if (!map || map->start > gpa || map->last < last)

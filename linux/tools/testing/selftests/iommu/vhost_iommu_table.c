@@ -1014,4 +1014,161 @@ TEST_F_TIMEOUT(viommu, table_guest_rewrites_table, 600)
 	EXPECT_EQ(OK, attach(self, TDOM, TEP, 0));
 }
 
+/*
+ * Benchmark: what unmapping costs in each mode, at 1, 16 and 256 pages a
+ * kick.  MAP/UNMAP mode: one kick of that many UNMAPs (after one of the
+ * MAPs, not timed); page-table mode: the guest clears that many leaves of
+ * its table and sends one INVALIDATE of the range (its maps cost nothing).
+ * Prints for each batch size
+ *   # bench-vhost-table: batch=B rounds=R unmap_us=U invalidate_us=I
+ * (microseconds a kick, means), which `make bench-vhost` collects.
+ * VHOST_IOMMU_BENCH_SECONDS sets the time per batch size and mode
+ * (default 0.2: the functional run only checks that it works).
+ */
+#define TBENCH_MAX	256
+#define TBENCH_IOVA	0x100000000ULL
+
+static double tbench_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* One kick of @n requests from slots @first on; every answer OK */
+static int tbench_kick(struct _test_data_viommu *self, unsigned int first,
+		       unsigned int n)
+{
+	struct vq *vq = &self->rq;
+	uint8_t *st = gpa_ptr(self->mem, GPA_BASE + OFF_BRESP);
+	unsigned int i;
+
+	memset(st + first * 4, 0xff, n * 4);
+	for (i = 0; i < n; i++)
+		vq->avail->ring[(uint16_t)(vq->avail_idx + i) % vq->num] =
+			2 * (first + i);
+	if (vq_kick_n(vq, n) || vq_wait_used(vq, n))
+		return -1;
+	vq->used_idx += n;
+	for (i = 0; i < n; i++)
+		if (st[(first + i) * 4] != OK)
+			return -1;
+	return 0;
+}
+
+static void tbench_slot(struct _test_data_viommu *self, unsigned int i,
+			const void *req, size_t len)
+{
+	struct vq *vq = &self->rq;
+
+	memset(breq(self->mem, i), 0, BREQ_SZ);
+	memcpy(breq(self->mem, i), req, len);
+	vq->desc[2 * i] = (struct vring_desc){
+		GPA_BASE + OFF_BREQ + i * BREQ_SZ, len - 4, VRING_DESC_F_NEXT,
+		2 * i + 1 };
+	vq->desc[2 * i + 1] = (struct vring_desc){
+		GPA_BASE + OFF_BRESP + i * 4, 4, VRING_DESC_F_WRITE, 0 };
+}
+
+TEST_F_TIMEOUT(viommu, bench_invalidate, 600)
+{
+	static const unsigned int batches[] = { 1, 16, TBENCH_MAX };
+	const char *env = getenv("VHOST_IOMMU_BENCH_SECONDS");
+	double secs = env && *env ? atof(env) : 0.2;
+	struct vhost_iommu_config c = self->cfg;
+	struct vq *vq = &self->rq;
+	uint32_t zero = 0, one = 1;
+	unsigned int b, i;
+	struct pt p;
+
+	/* A queue of 1024, as bench_map_unmap has it */
+	table_up(_metadata, self, 0);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	close(vq->kick);
+	close(vq->call);
+	memset(gpa_ptr(self->mem, GPA_BASE + OFF_VQ(0)), 0, 0x10000);
+	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, vq, BIG_QSZ));
+	c.max_mappings = 0;
+	c.table_formats = 0;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	ASSERT_EQ(OK, attach(self, 1, 1, 0));
+	pt_init(&p, self->mem, PT_VTD, 4);
+	for (i = 0; i < TBENCH_MAX; i++)	/* the leaf table, made once */
+		ASSERT_EQ(0, pt_map(&p, TBENCH_IOVA + i * PG, DATA(i % 64), 0,
+				    PT_R | PT_W));
+	ASSERT_EQ(OK, pt_attach(self, &p, 2, TEP));
+
+	/*
+	 * Slots 0..255 MAP page i, 256..511 UNMAP it (two descriptors each:
+	 * the queue is full); INVALIDATE borrows the last slot.
+	 */
+	for (i = 0; i < TBENCH_MAX; i++) {
+		struct virtio_iommu_req_map m = {
+			.head.type = VIRTIO_IOMMU_T_MAP, .domain = 1,
+			.virt_start = TBENCH_IOVA + i * PG,
+			.virt_end = TBENCH_IOVA + i * PG + PG - 1,
+			.phys_start = DATA(i % 64), .flags = RW,
+		};
+		struct virtio_iommu_req_unmap u = {
+			.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
+			.virt_start = m.virt_start, .virt_end = m.virt_end,
+		};
+
+		tbench_slot(self, i, &m, sizeof(m));
+		tbench_slot(self, TBENCH_MAX + i, &u, sizeof(u));
+	}
+
+	for (b = 0; b < ARRAY_SIZE(batches); b++) {
+		unsigned int n = batches[b];
+		struct virtio_iommu_req_invalidate inv = {
+			.head.type = VIRTIO_IOMMU_T_INVALIDATE,
+			.scope = INV_RANGE, .flags = INV_LEAF, .domain = 2,
+			.virt_start = TBENCH_IOVA,
+			.virt_end = TBENCH_IOVA + n * PG - 1,
+		};
+		double t0, unmap_s = 0, inval_s = 0, t;
+		unsigned long rounds = 0, inv_rounds = 0;
+
+		struct virtio_iommu_req_unmap last = {
+			.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
+			.virt_start = TBENCH_IOVA + (TBENCH_MAX - 1) * PG,
+			.virt_end = TBENCH_IOVA + TBENCH_MAX * PG - 1,
+		};
+
+		t0 = tbench_now();
+		do {
+			ASSERT_EQ(0, tbench_kick(self, 0, n));
+			t = tbench_now();
+			ASSERT_EQ(0, tbench_kick(self, TBENCH_MAX, n));
+			unmap_s += tbench_now() - t;
+			rounds++;
+		} while (tbench_now() - t0 < secs);
+		EXPECT_FALSE(mapped(self, 1, TBENCH_IOVA));
+		tbench_slot(self, 2 * TBENCH_MAX - 1, &inv, sizeof(inv));
+		t0 = tbench_now();
+		do {
+			/* Map and unmap are the guest's stores; then one request */
+			for (i = 0; i < n; i++)
+				pt_store(pt_entry(&p, TBENCH_IOVA + i * PG, 0),
+					 pt_mk_leaf(&p, DATA(i % 64), 0,
+						    PT_R | PT_W));
+			for (i = 0; i < n; i++)
+				pt_store(pt_entry(&p, TBENCH_IOVA + i * PG, 0),
+					 0);
+			t = tbench_now();
+			ASSERT_EQ(0, tbench_kick(self, 2 * TBENCH_MAX - 1, 1));
+			inval_s += tbench_now() - t;
+			inv_rounds++;
+		} while (tbench_now() - t0 < secs);
+		EXPECT_FALSE(mapped(self, TEP, TBENCH_IOVA));
+		tbench_slot(self, 2 * TBENCH_MAX - 1, &last, sizeof(last));
+		printf("# bench-vhost-table: batch=%u rounds=%lu unmap_us=%.2f invalidate_us=%.2f\n",
+		       n, rounds, unmap_s * 1e6 / rounds,
+		       inval_s * 1e6 / inv_rounds);
+		fflush(stdout);
+	}
+}
+
 TEST_HARNESS_MAIN
