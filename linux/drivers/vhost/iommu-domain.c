@@ -307,6 +307,27 @@ void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 	dom->nr_endpoints++;
 }
 
+/**
+ * vhost_iommu_attach_ep() - the endpoint ATTACH or ATTACH_TABLE names
+ * @v: the device, its lock held
+ * @endpoint: the request's endpoint
+ * @domain: the request's domain, which must be in the domain range
+ * @ep: the endpoint, on success
+ *
+ * Return: VIRTIO_IOMMU_S_OK, NOENT for an unknown endpoint, RANGE for a
+ * domain out of range.
+ */
+u8 vhost_iommu_attach_ep(struct vhost_iommu *v, __le32 endpoint, u32 domain,
+			 struct vhost_iommu_ep **ep)
+{
+	*ep = xa_load(&v->endpoints, le32_to_cpu(endpoint));
+	if (!*ep)
+		return VIRTIO_IOMMU_S_NOENT;
+	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
+		return VIRTIO_IOMMU_S_RANGE;
+	return VIRTIO_IOMMU_S_OK;
+}
+
 u8 vhost_iommu_attach(struct vhost_iommu *v,
 		      const struct virtio_iommu_req_attach *req)
 {
@@ -315,6 +336,7 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 	struct vhost_iommu_domain *dom;
 	struct vhost_iommu_ep *ep;
 	bool bypass;
+	u8 status;
 
 	if (!vhost_iommu_zero(req->reserved, sizeof(req->reserved)) ||
 	    (flags & ~VIRTIO_IOMMU_ATTACH_F_BYPASS))
@@ -323,11 +345,9 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 	if (bypass && !vhost_iommu_acked(v, VIRTIO_IOMMU_F_BYPASS_CONFIG))
 		return VIRTIO_IOMMU_S_INVAL;
 
-	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
-	if (!ep)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
-		return VIRTIO_IOMMU_S_RANGE;
+	status = vhost_iommu_attach_ep(v, req->endpoint, domain, &ep);
+	if (status)
+		return status;
 
 	dom = xa_load(&v->domains, domain);
 	if (dom) {

@@ -194,11 +194,9 @@ u8 vhost_iommu_attach_table(struct vhost_iommu *v,
 	if (le16_to_cpu(req->format) != VIRTIO_IOMMU_PGTF_ARM_LPAE &&
 	    (req->asid || req->mair))
 		return VIRTIO_IOMMU_S_INVAL;
-	ep = xa_load(&v->endpoints, le32_to_cpu(req->endpoint));
-	if (!ep)
-		return VIRTIO_IOMMU_S_NOENT;
-	if (domain < v->cfg.domain_start || domain > v->cfg.domain_end)
-		return VIRTIO_IOMMU_S_RANGE;
+	status = vhost_iommu_attach_ep(v, req->endpoint, domain, &ep);
+	if (status)
+		return status;
 
 	table = kzalloc(sizeof(*table), GFP_KERNEL_ACCOUNT);
 	if (!table)

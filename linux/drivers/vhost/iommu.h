@@ -156,6 +156,8 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 u8 vhost_iommu_unmap(struct vhost_iommu *v,
 		     const struct virtio_iommu_req_unmap *req);
 void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+u8 vhost_iommu_attach_ep(struct vhost_iommu *v, __le32 endpoint, u32 domain,
+			 struct vhost_iommu_ep **ep);
 struct vhost_iommu_domain *
 vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
 		       struct vhost_iommu_table *table);

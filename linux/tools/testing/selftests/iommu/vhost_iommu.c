@@ -1302,20 +1302,11 @@ TEST_F_TIMEOUT(viommu, bench_map_unmap, 600)
 	static const unsigned int batches[] = { 1, 16, BENCH_MAX };
 	const char *env = getenv("VHOST_IOMMU_BENCH_SECONDS");
 	double secs = env && *env ? atof(env) : 0.2;
-	struct vhost_iommu_config c = self->cfg;
 	struct vq *vq = &self->rq;
-	uint32_t zero = 0, one = 1;
 	unsigned int b, i;
 
 	/* A queue of 1024: 256 requests of two descriptors, MAP and UNMAP */
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	close(vq->kick);
-	close(vq->call);
-	memset(gpa_ptr(self->mem, GPA_BASE + OFF_VQ(0)), 0, 0x10000);
-	ASSERT_EQ(0, vq_setup(self->fd, self->mem, 0, vq, BIG_QSZ));
-	c.max_mappings = 0;			/* the module's default */
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	big_request_queue(_metadata, self);
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 
 	/* Requests 0..255 MAP page i, 256..511 UNMAP it; chains 2k -> 2k + 1 */

@@ -1025,19 +1025,6 @@ TEST_F_TIMEOUT(viommu, close_while_missing, 600)
  * unlinked, and INVALIDATE answered, vhost-net may not use what it cached:
  * the guest gets a fault and nothing goes out.
  */
-static void shared_frame(uint8_t *pkt, uint8_t tag)
-{
-	int i;
-
-	memset(pkt, 0, NET_HDR);
-	memset(pkt + NET_HDR, 0xff, 6);
-	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
-	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
-	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
-	for (i = 14; i < NET_FRAME; i++)
-		pkt[NET_HDR + i] = i * 7 + tag;
-}
-
 /* Publish the packet at avail slot @idx and kick; the frame, or -1 */
 static int shared_send(struct net_dev *n, uint16_t idx, uint8_t *got,
 		       size_t len, int ms)
@@ -1102,7 +1089,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
 	ASSERT_EQ(0, net_start_tx(n.fd, ring, n.kick, n.call, n.tap.fd));
 
 	/* Through the guest's table */
-	shared_frame(pkt, 3);
+	conc_frame(pkt, 3);
 	ASSERT_EQ(NET_FRAME, shared_send(&n, 0, got, sizeof(got), 3000));
 	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
 	EXPECT_TRUE(evt_none(&self->eq));
@@ -1116,14 +1103,14 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
 		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
 
 	/* Mapped again elsewhere: no INVALIDATE needed for a new entry */
-	shared_frame(pkt + PG, 5);
+	conc_frame(pkt + PG, 5);
 	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF + PG, 0,
 			    PT_R));
 	ASSERT_EQ(NET_FRAME, shared_kick(&n, got, sizeof(got)));
 	EXPECT_EQ(0, memcmp(got, pkt + PG + NET_HDR, NET_FRAME));
 
 	/* Changed in place, then INVALIDATE of the whole domain */
-	shared_frame(pkt + 2 * PG, 9);
+	conc_frame(pkt + 2 * PG, 9);
 	pt_store(pt_entry(&p, NET_IOVA_BUF, 0),
 		 pt_mk_leaf(&p, GPA_BASE + NET_OFF_BUF + 2 * PG, 0, PT_R));
 	ASSERT_EQ(OK, invalidate(self, 7, INV_DOMAIN, 0, 0, 0));
