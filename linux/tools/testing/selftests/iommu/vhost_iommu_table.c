@@ -944,18 +944,19 @@ static void *flip_table(void *arg)
 		unsigned int l = r % 4;
 		uint64_t v;
 
-		switch ((r >> 8) % 4) {
-		case 0:
-			v = fl->good[l];
-			break;
-		case 1:
+		/* Good three times in four, so that all four levels often are */
+		switch ((r >> 8) % 16) {
+		case 0: case 1:
 			v = r >> 3;
 			break;
 		case 2:
 			v = pt_mk_table(fl->p, fl->p->root);
 			break;
-		default:
+		case 3:
 			v = 0;
+			break;
+		default:
+			v = fl->good[l];
 			break;
 		}
 		pt_store(fl->slots[l], v);
