@@ -163,7 +163,10 @@ static inline int ptf_leaf_prot(const struct gpt_table *t, u64 pte)
 	if (t->fmtd.arm.stage == 1) {
 		u64 idx = FIELD_GET(ARMV8_ATTRINDX, pte);
 
-		/* A clean DBM page is writable; write-only reads back RW */
+		/*
+		 * With dirty tracking on, a clean DBM page is writable (DBM
+		 * means nothing otherwise); write-only reads back RW
+		 */
 		prot = IOMMU_READ;
 		if (!(pte & ARMV8_AP_RDONLY) ||
 		    ((pte & ARMV8_DBM) && t->fmtd.arm.dbm))
