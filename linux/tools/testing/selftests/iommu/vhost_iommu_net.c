@@ -1025,19 +1025,24 @@ TEST_F_TIMEOUT(viommu, close_while_missing, 600)
  * unlinked, and INVALIDATE answered, vhost-net may not use what it cached:
  * the guest gets a fault and nothing goes out.
  */
-/* Publish the packet at avail slot @idx and kick; the frame, or -1 */
-static int shared_send(struct net_dev *n, uint16_t idx, uint8_t *got,
-		       size_t len, int ms)
+/* Publish the packet at @iova, avail slot @idx, and kick; the frame or -1 */
+static int shared_send_at(struct net_dev *n, uint16_t idx, uint64_t iova,
+			  uint8_t *got, size_t len, int ms)
 {
 	uint64_t one = 1;
 
-	n->desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME,
-					  0, 0 };
+	n->desc[0] = (struct vring_desc){ iova, NET_HDR + NET_FRAME, 0, 0 };
 	n->avail->ring[idx % QSZ] = 0;
 	__atomic_store_n(&n->avail->idx, idx + 1, __ATOMIC_RELEASE);
 	if (write(n->kick, &one, sizeof(one)) != sizeof(one))
 		return -1;
 	return tap_frame(&n->tap, got, len, ms);
+}
+
+static int shared_send(struct net_dev *n, uint16_t idx, uint8_t *got,
+		       size_t len, int ms)
+{
+	return shared_send_at(n, idx, NET_IOVA_BUF, got, len, ms);
 }
 
 /* Kick again (a faulted queue waits for one), the frame or -1 */
@@ -1050,43 +1055,56 @@ static int shared_kick(struct net_dev *n, uint8_t *got, size_t len)
 	return tap_frame(&n->tap, got, len, 3000);
 }
 
-TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
+/*
+ * vhost-net bound to NET_EP in table domain 7 of a VT-d table @p whose
+ * ring pages are mapped; the buffer is the caller's to map.  0 or -1.
+ */
+static int shared_net_up(struct __test_metadata *_metadata,
+			 struct _test_data_viommu *self, struct pt *p,
+			 struct net_dev *n)
 {
 	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
 	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
 			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
 	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
+	int i;
+
+	*n = (struct net_dev){ .tap = { -1, -1, -1 } };
+	table_up(_metadata, self, 0);
+	pt_init(p, self->mem, PT_VTD, 4);
+	for (i = 0; i < 16; i++)
+		if (pt_map(p, NET_IOVA_RING + i * PG,
+			   GPA_BASE + NET_OFF_RING + i * PG, 0, PT_R | PT_W))
+			return -1;
+	if (pt_attach(self, p, 7, NET_EP) != OK)
+		return -1;
+	n->desc = (void *)ring;
+	n->avail = (void *)(ring + 0x1000);
+	n->used = (void *)(ring + 0x2000);
+	n->kick = eventfd(0, EFD_NONBLOCK);
+	n->call = eventfd(0, EFD_NONBLOCK);
+	n->fd = open("/dev/vhost-net", O_RDWR);
+	if (n->fd < 0 || tap_open(&n->tap) ||
+	    ioctl(n->fd, VHOST_SET_OWNER) ||
+	    ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
+	    net_set_mem(n->fd, self->mem) ||
+	    ioctl(n->fd, VHOST_SET_IOMMU, &bind))
+		return -1;
+	return net_start_tx(n->fd, ring, n->kick, n->call, n->tap.fd);
+}
+
+TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
+{
 	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
-	struct net_dev n = { .tap = { -1, -1, -1 } };
+	struct net_dev n;
 	uint8_t got[2048];
 	struct pt p;
-	int i;
 
 	if (access("/dev/vhost-net", F_OK))
 		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
-	table_up(_metadata, self, 0);
-	pt_init(&p, self->mem, PT_VTD, 4);
-	for (i = 0; i < 16; i++)
-		ASSERT_EQ(0, pt_map(&p, NET_IOVA_RING + i * PG,
-				    GPA_BASE + NET_OFF_RING + i * PG, 0,
-				    PT_R | PT_W));
+	ASSERT_EQ(0, shared_net_up(_metadata, self, &p, &n));
 	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF, 0, PT_R));
-	ASSERT_EQ(OK, pt_attach(self, &p, 7, NET_EP));
 	evt_post(&self->eq, self->mem, 0, 8, 32);
-
-	n.desc = (void *)ring;
-	n.avail = (void *)(ring + 0x1000);
-	n.used = (void *)(ring + 0x2000);
-	n.kick = eventfd(0, EFD_NONBLOCK);
-	n.call = eventfd(0, EFD_NONBLOCK);
-	n.fd = open("/dev/vhost-net", O_RDWR);
-	ASSERT_LE(0, n.fd);
-	ASSERT_EQ(0, tap_open(&n.tap));
-	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_OWNER));
-	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_FEATURES, &want));
-	ASSERT_EQ(0, net_set_mem(n.fd, self->mem));
-	ASSERT_EQ(0, ioctl(n.fd, VHOST_SET_IOMMU, &bind));
-	ASSERT_EQ(0, net_start_tx(n.fd, ring, n.kick, n.call, n.tap.fd));
 
 	/* Through the guest's table */
 	conc_frame(pkt, 3);
@@ -1130,6 +1148,102 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
 	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF, 0, PT_R));
 	ASSERT_EQ(OK, detach(self, 7, NET_EP));
 	EXPECT_NE(NET_FRAME, shared_kick(&n, got, sizeof(got)));
+	net_down(&n);
+}
+
+/*
+ * A seeded random run through the shared table: four buffer IOVAs, each
+ * mapped to one of eight pages of distinct frames, or to none; the guest
+ * remaps and unmaps them with the INVALIDATEs the rules ask for (none for
+ * a new entry, range or domain, leaf hint or not), and after each change
+ * vhost-net sends from one of them.  Every frame must carry the bytes of
+ * the page mapped at that moment, every unmapped IOVA must fault: a
+ * translation vhost-net kept past its INVALIDATE would show.
+ * VHOST_IOMMU_SEED replays, VHOST_IOMMU_NET_ROUNDS sets the rounds.
+ */
+#define SR_IOVAS	4
+#define SR_PAGES	8
+
+TEST_F_TIMEOUT(viommu, vhost_net_shared_table_random, 600)
+{
+	unsigned long rounds = count_from_env("VHOST_IOMMU_NET_ROUNDS", 300);
+	uint64_t seed = count_from_env("VHOST_IOMMU_SEED", 0) ?: time(NULL);
+	uint8_t *pages = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	int map[SR_IOVAS], frames = 0, faults = 0, evt = 0;
+	unsigned long r, i;
+	struct net_dev n;
+	uint8_t got[2048];
+	uint16_t idx = 0;
+	struct pt p;
+
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	TH_LOG("seed %llu (VHOST_IOMMU_SEED replays it)",
+	       (unsigned long long)seed);
+	srandom(seed);
+	ASSERT_EQ(0, shared_net_up(_metadata, self, &p, &n));
+	for (i = 0; i < SR_PAGES; i++)
+		conc_frame(pages + i * PG, 1000 + i);
+	for (i = 0; i < SR_IOVAS; i++) {
+		map[i] = i;
+		ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF + i * PG,
+				    GPA_BASE + NET_OFF_BUF + i * PG, 0, PT_R));
+	}
+	for (r = 0; r < rounds; r++) {
+		unsigned int v = random() % SR_IOVAS, pg = random() % SR_PAGES;
+		uint64_t iova = NET_IOVA_BUF + v * PG;
+		uint64_t *e = pt_entry(&p, iova, 0);
+		int op = random() % 8, len;
+
+		ASSERT_NE(NULL, e);
+		if (op == 0 && map[v] >= 0) {
+			/* Unmap: the leaf goes, then INVALIDATE */
+			pt_store(e, 0);
+			map[v] = -1;
+			ASSERT_EQ(OK, invalidate(self, 7, INV_RANGE, INV_LEAF,
+						 iova, iova + PG - 1));
+		} else if (op < 5) {
+			/* Remap: a changed entry needs INVALIDATE, a new one not */
+			int was = map[v];
+
+			pt_store(e, pt_mk_leaf(&p, GPA_BASE + NET_OFF_BUF + pg * PG,
+					       0, PT_R));
+			map[v] = pg;
+			if (was >= 0)
+				ASSERT_EQ(OK, invalidate(self, 7,
+							 op & 1 ? INV_RANGE :
+								  INV_DOMAIN,
+							 op & 2 ? INV_LEAF : 0,
+							 iova, iova + PG - 1));
+		}
+		if (map[v] < 0) {
+			evt_post(&self->eq, self->mem, evt++, 1, 32);
+			EXPECT_EQ(-1, shared_send_at(&n, idx, iova, got,
+						     sizeof(got), 200));
+			EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+				     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP,
+				     iova);
+			faults++;
+			/* Mapped again, the waiting descriptor goes out */
+			pt_store(e, pt_mk_leaf(&p, GPA_BASE + NET_OFF_BUF +
+						   pg * PG, 0, PT_R));
+			map[v] = pg;
+			len = shared_kick(&n, got, sizeof(got));
+		} else {
+			len = shared_send_at(&n, idx, iova, got, sizeof(got),
+					     3000);
+		}
+		idx++;
+		ASSERT_EQ(NET_FRAME, len)
+			TH_LOG("round %lu: IOVA %u", r, v);
+		ASSERT_EQ(0, memcmp(got, pages + map[v] * PG + NET_HDR,
+				    NET_FRAME))
+			TH_LOG("round %lu: IOVA %u sent another page than %d",
+			       r, v, map[v]);
+		frames++;
+	}
+	TH_LOG("%d frames checked, %d faults", frames, faults);
+	EXPECT_TRUE(evt_none(&self->eq));
 	net_down(&n);
 }
 
