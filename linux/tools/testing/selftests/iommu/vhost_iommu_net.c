@@ -1063,14 +1063,11 @@ static int shared_net_up(struct __test_metadata *_metadata,
 			 struct _test_data_viommu *self, struct pt *p,
 			 struct net_dev *n)
 {
-	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
-	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
-			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
-	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
 	int i;
 
-	*n = (struct net_dev){ .tap = { -1, -1, -1 } };
 	table_up(_metadata, self, 0);
+	if (net_open(self, n))
+		return -1;
 	pt_init(p, self->mem, PT_VTD, 4);
 	for (i = 0; i < 16; i++)
 		if (pt_map(p, NET_IOVA_RING + i * PG,
@@ -1078,19 +1075,7 @@ static int shared_net_up(struct __test_metadata *_metadata,
 			return -1;
 	if (pt_attach(self, p, 7, NET_EP) != OK)
 		return -1;
-	n->desc = (void *)ring;
-	n->avail = (void *)(ring + 0x1000);
-	n->used = (void *)(ring + 0x2000);
-	n->kick = eventfd(0, EFD_NONBLOCK);
-	n->call = eventfd(0, EFD_NONBLOCK);
-	n->fd = open("/dev/vhost-net", O_RDWR);
-	if (n->fd < 0 || tap_open(&n->tap) ||
-	    ioctl(n->fd, VHOST_SET_OWNER) ||
-	    ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
-	    net_set_mem(n->fd, self->mem) ||
-	    ioctl(n->fd, VHOST_SET_IOMMU, &bind))
-		return -1;
-	return net_start_tx(n->fd, ring, n->kick, n->call, n->tap.fd);
+	return net_bind_start(self, n);
 }
 
 TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)

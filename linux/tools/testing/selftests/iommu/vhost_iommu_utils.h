@@ -710,12 +710,9 @@ struct net_dev {
 	struct vring_used *used;
 };
 
-static int net_up(struct __test_metadata *_metadata,
-		  struct _test_data_viommu *self, struct net_dev *n)
+/* vhost-net's file, eventfds and tap, its rings at NET_OFF_RING.  0 or -1. */
+static int net_open(struct _test_data_viommu *self, struct net_dev *n)
 {
-	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
-	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
-			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
 	uint8_t *ring = gpa_ptr(self->mem, GPA_BASE + NET_OFF_RING);
 
 	n->tap = (struct tap){ -1, -1, -1 };
@@ -727,16 +724,38 @@ static int net_up(struct __test_metadata *_metadata,
 	n->fd = open("/dev/vhost-net", O_RDWR);
 	if (n->fd < 0 || n->kick < 0 || n->call < 0 || tap_open(&n->tap))
 		return -1;
-	if (attach(self, 7, NET_EP, 0) != OK ||
-	    map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
-		GPA_BASE + NET_OFF_RING, RW) != OK)
-		return -1;
+	return 0;
+}
+
+/*
+ * The VMM's part, once the guest mapped the rings: owner, features, memory
+ * table, bound to NET_EP, TX started.  0 or -1.
+ */
+static int net_bind_start(struct _test_data_viommu *self, struct net_dev *n)
+{
+	struct vhost_iommu_binding bind = { .fd = self->fd, .endpoint = NET_EP };
+	uint64_t want = (1ULL << VIRTIO_F_VERSION_1) |
+			(1ULL << VIRTIO_F_ACCESS_PLATFORM);
+
 	if (ioctl(n->fd, VHOST_SET_OWNER) ||
 	    ioctl(n->fd, VHOST_SET_FEATURES, &want) ||
 	    net_set_mem(n->fd, self->mem) ||
 	    ioctl(n->fd, VHOST_SET_IOMMU, &bind))
 		return -1;
-	return net_start_tx(n->fd, ring, n->kick, n->call, n->tap.fd);
+	return net_start_tx(n->fd, (void *)n->desc, n->kick, n->call,
+			    n->tap.fd);
+}
+
+static int net_up(struct __test_metadata *_metadata,
+		  struct _test_data_viommu *self, struct net_dev *n)
+{
+	if (net_open(self, n))
+		return -1;
+	if (attach(self, 7, NET_EP, 0) != OK ||
+	    map(self, 7, NET_IOVA_RING, NET_IOVA_RING + 0x10000 - 1,
+		GPA_BASE + NET_OFF_RING, RW) != OK)
+		return -1;
+	return net_bind_start(self, n);
 }
 
 static void net_down(struct net_dev *n)
