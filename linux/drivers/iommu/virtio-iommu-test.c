@@ -2,13 +2,15 @@
 /*
  * KUnit tests of the virtio-iommu wire helpers: request encoding byte for
  * byte, status to errno, and the decoding of PROBE properties and fault
- * records, with well-formed and malformed device answers. And of the
- * record of a domain's MAP requests in its page table.
+ * records, with well-formed and malformed device answers. Of the choice
+ * of a table format for page-table sharing. And of the record of a
+ * domain's MAP requests in its page table.
  */
 #include <kunit/test.h>
 #include <linux/unaligned.h>
 
 #include "virtio-iommu-maps.h"
+#include "virtio-iommu-table.h"
 #include "virtio-iommu-wire.h"
 
 static void viommu_test_encode_attach(struct kunit *test)
@@ -79,6 +81,66 @@ static void viommu_test_encode_unmap(struct kunit *test)
 	memset(&req, 0x33, sizeof(req));
 	viommu_encode_unmap(&req, U32_MAX, 0, U64_MAX);
 	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+}
+
+static void viommu_test_encode_attach_table(struct kunit *test)
+{
+	static const u8 want[64] = {
+		0x06, 0, 0, 0,					/* type */
+		0x05, 0, 0, 0,					/* domain */
+		0x18, 0x00, 0x01, 0x00,				/* endpoint */
+		0x01, 0x00, 0, 0,				/* format, reserved */
+		0x00, 0x30, 0x45, 0x23, 0x01, 0, 0, 0,		/* root */
+		48, 12, 0x05, 0x00, 0, 0, 0, 0,			/* ias, granule, asid */
+		0x44, 0xff, 0x04, 0, 0, 0, 0, 0,		/* mair */
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,		/* reserved */
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,					/* tail */
+	};
+	struct virtio_iommu_req_attach_table req;
+
+	memset(&req, 0xa5, sizeof(req));
+	viommu_encode_attach_table(&req, 5, 0x10018, VIRTIO_IOMMU_PGTF_ARM_LPAE,
+				   0x123453000ULL, 48, 12, 5, VIOMMU_ARM_MAIR);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+
+	/* An x86 format: no ASID, no MAIR, a 39-bit table */
+	viommu_encode_attach_table(&req, 0xfffffffe, 8, VIRTIO_IOMMU_PGTF_VTD_SL,
+				   0x7000, 39, 12, 0, 0);
+	KUNIT_EXPECT_EQ(test, req.head.type, VIRTIO_IOMMU_T_ATTACH_TABLE);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(req.domain), 0xfffffffe);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(req.format), VIRTIO_IOMMU_PGTF_VTD_SL);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(req.root), 0x7000);
+	KUNIT_EXPECT_EQ(test, req.ias, 39);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(req.asid), 0);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(req.mair), 0);
+}
+
+static void viommu_test_encode_invalidate(struct kunit *test)
+{
+	static const u8 want[48] = {
+		0x07, 0, 0, 0,					/* type */
+		0x01, 0x00, 0x01, 0x00,				/* scope RANGE, LEAF */
+		0x09, 0, 0, 0,					/* domain */
+		0, 0, 0, 0,					/* reserved */
+		0x00, 0x00, 0x20, 0, 0, 0, 0, 0,		/* virt_start */
+		0xff, 0xff, 0x3f, 0, 0, 0, 0, 0,		/* virt_end */
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,		/* reserved */
+		0, 0, 0, 0,					/* tail */
+	};
+	struct virtio_iommu_req_invalidate req;
+	u8 domain_scope[48] = { 0x07, 0, 0, 0, 0, 0, 0, 0, 0x09 };
+
+	memset(&req, 0x5a, sizeof(req));
+	viommu_encode_invalidate(&req, 9, VIRTIO_IOMMU_INVAL_S_RANGE,
+				 VIRTIO_IOMMU_INVAL_F_LEAF, 0x200000, 0x3fffff);
+	KUNIT_EXPECT_MEMEQ(test, &req, want, sizeof(want));
+
+	/* Scope DOMAIN: the range fields stay zero whatever is passed */
+	memset(&req, 0x5a, sizeof(req));
+	viommu_encode_invalidate(&req, 9, VIRTIO_IOMMU_INVAL_S_DOMAIN, 0,
+				 0x1000, 0x1fff);
+	KUNIT_EXPECT_MEMEQ(test, &req, domain_scope, sizeof(domain_scope));
 }
 
 static void viommu_test_encode_probe(struct kunit *test)
@@ -167,6 +229,282 @@ static void put_resv(u8 *buf, size_t *pos, u8 subtype, u64 start, u64 end)
 	put_unaligned_le64(start, buf + *pos + 4);
 	put_unaligned_le64(end, buf + *pos + 12);
 	*pos += 20;
+}
+
+/* A PAGE_TABLE_FMT property, @len bytes after the header (12 or more) */
+static void put_table(u8 *buf, size_t *pos, u16 len, u16 format, u8 ias,
+		      u8 oas, u32 granules, u8 levels, u8 asid_bits, u16 flags)
+{
+	put_prop(buf, pos, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, len);
+	put_unaligned_le16(format, buf + *pos);
+	buf[*pos + 2] = ias;
+	buf[*pos + 3] = oas;
+	put_unaligned_le32(granules, buf + *pos + 4);
+	buf[*pos + 8] = levels;
+	buf[*pos + 9] = asid_bits;
+	put_unaligned_le16(flags, buf + *pos + 10);
+	*pos += len;
+}
+
+static void viommu_test_probe_table(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[128] = {};
+	size_t w = 0, pos = 0;
+
+	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		  VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	/* Unknown format, and flags the driver does not know */
+	put_table(buf, &w, 12, 0x77, 64, 64, ~0U, 9, 16, 0xfffe);
+	/* Longer than its fields: a later revision's; the rest is skipped */
+	put_table(buf, &w, 20, VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48,
+		  SZ_4K | SZ_16K | SZ_64K, 4, 16, 0x8001);
+	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0x8000000, 0x80fffff);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT);
+	KUNIT_EXPECT_EQ(test, prop.table.format, VIRTIO_IOMMU_PGTF_VTD_SL);
+	KUNIT_EXPECT_EQ(test, prop.table.ias, 48);
+	KUNIT_EXPECT_EQ(test, prop.table.oas, 46);
+	KUNIT_EXPECT_EQ(test, prop.table.granules, SZ_4K);
+	KUNIT_EXPECT_EQ(test, prop.table.max_levels, 4);
+	KUNIT_EXPECT_EQ(test, prop.table.asid_bits, 0);
+	KUNIT_EXPECT_EQ(test, prop.table.flags, VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	KUNIT_EXPECT_EQ(test, pos, 16);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.table.format, 0x77);
+	/* The driver MUST ignore flags it does not know: cleared */
+	KUNIT_EXPECT_EQ(test, prop.table.flags, 0);
+	KUNIT_EXPECT_EQ(test, pos, 32);
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.table.format, VIRTIO_IOMMU_PGTF_ARM_LPAE);
+	KUNIT_EXPECT_EQ(test, prop.table.asid_bits, 16);
+	KUNIT_EXPECT_EQ(test, prop.table.flags, VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	KUNIT_EXPECT_EQ(test, pos, 56);
+
+	/* The property after the long one is read where it starts */
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.start, 0x8000000);
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			0);
+}
+
+static void viommu_test_probe_table_malformed(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	u8 buf[64] = {};
+	size_t w = 0, pos = 0;
+
+	/* Shorter than its fields */
+	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, 8);
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, pos, 0);
+
+	/* Its fields run past the area */
+	memset(buf, 0, sizeof(buf));
+	w = sizeof(buf) - 8;
+	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, 12);
+	pos = sizeof(buf) - 8;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			-EPROTO);
+
+	/* Reserved bits in the header: skipped whole, matching no type */
+	memset(buf, 0, sizeof(buf));
+	w = 0;
+	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 48, SZ_4K, 4, 0, 0);
+	put_unaligned_le16(0x1000 | VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, buf);
+	pos = 0;
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_NE(test, prop.type, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT);
+	KUNIT_EXPECT_EQ(test, prop.table.format, 0);
+	KUNIT_EXPECT_EQ(test, pos, 16);
+}
+
+static const u16 x86_prefs[] = {
+	VIRTIO_IOMMU_PGTF_VTD_SL, VIRTIO_IOMMU_PGTF_AMD_V1,
+	VIRTIO_IOMMU_PGTF_ARM_LPAE,
+};
+
+static const u16 arm_prefs[] = { VIRTIO_IOMMU_PGTF_ARM_LPAE };
+
+static bool pick_x86(const struct viommu_table_fmt *o, unsigned int n,
+		     unsigned int page_shift, struct viommu_table_cfg *cfg)
+{
+	return viommu_table_choose(o, n, x86_prefs, ARRAY_SIZE(x86_prefs),
+				   page_shift, cfg);
+}
+
+static bool pick_arm(const struct viommu_table_fmt *o, unsigned int n,
+		     unsigned int page_shift, struct viommu_table_cfg *cfg)
+{
+	return viommu_table_choose(o, n, arm_prefs, ARRAY_SIZE(arm_prefs),
+				   page_shift, cfg);
+}
+
+static struct viommu_table_fmt offer(u16 format, u8 ias, u8 oas, u32 granules,
+				     u8 levels, u8 asid_bits, u16 flags)
+{
+	return (struct viommu_table_fmt) {
+		.format = format, .ias = ias, .oas = oas, .granules = granules,
+		.max_levels = levels, .asid_bits = asid_bits, .flags = flags,
+	};
+}
+
+static void viommu_test_choose_x86(struct kunit *test)
+{
+	struct viommu_table_fmt o[4];
+	struct viommu_table_cfg cfg;
+
+	/* The own architecture's format first, whatever the device's order */
+	o[0] = offer(VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48, SZ_4K, 4, 16, 0);
+	o[1] = offer(VIRTIO_IOMMU_PGTF_AMD_V1, 48, 52, SZ_4K, 6, 0, 0);
+	o[2] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 57, 46, SZ_4K, 5, 0,
+		     VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 3, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_VTD_SL);
+	/* Four levels, 48 bits, even where five are offered */
+	KUNIT_EXPECT_EQ(test, cfg.ias, 48);
+	KUNIT_EXPECT_EQ(test, cfg.levels, 4);
+	KUNIT_EXPECT_EQ(test, cfg.oas, 46);
+	KUNIT_EXPECT_EQ(test, cfg.granule_shift, 12);
+	KUNIT_EXPECT_TRUE(test, cfg.inval_map);
+
+	/* Three levels where the device walks no more */
+	o[2] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 3, 0, 0);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 3, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_VTD_SL);
+	KUNIT_EXPECT_EQ(test, cfg.ias, 39);
+	KUNIT_EXPECT_EQ(test, cfg.levels, 3);
+	KUNIT_EXPECT_FALSE(test, cfg.inval_map);
+
+	/* VT-d unusable (no 4K granule, then too few bits): AMD v1 */
+	o[2] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_2M, 4, 0, 0);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 3, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_AMD_V1);
+	KUNIT_EXPECT_EQ(test, cfg.ias, 48);
+	KUNIT_EXPECT_EQ(test, cfg.oas, 52);
+	o[2] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 38, 46, SZ_4K, 4, 0, 0);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 3, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_AMD_V1);
+
+	/* Only ARM_LPAE left: the last preference still serves */
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_ARM_LPAE);
+	/* ... but not on a driver that does not prefer it */
+	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 48, SZ_4K, 4, 0, 0);
+	KUNIT_EXPECT_FALSE(test, pick_arm(o, 1, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, 0);
+}
+
+static void viommu_test_choose_arm(struct kunit *test)
+{
+	struct viommu_table_fmt o[3];
+	struct viommu_table_cfg cfg;
+
+	/* Unknown formats ignored; the granule of the CPU page taken */
+	o[0] = offer(0x99, 48, 48, ~0U, 4, 16, 0);
+	o[1] = offer(VIRTIO_IOMMU_PGTF_ARM_LPAE, 52, 52,
+		     SZ_4K | SZ_16K | SZ_64K, 4, 16, 0);
+	KUNIT_ASSERT_TRUE(test, pick_arm(o, 2, 14, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.format, VIRTIO_IOMMU_PGTF_ARM_LPAE);
+	KUNIT_EXPECT_EQ(test, cfg.granule_shift, 14);
+	/* generic_pt's ARMv8 goes to 48 bits in and out */
+	KUNIT_EXPECT_EQ(test, cfg.ias, 48);
+	KUNIT_EXPECT_EQ(test, cfg.oas, 48);
+	KUNIT_EXPECT_EQ(test, cfg.levels, 4);
+	KUNIT_EXPECT_EQ(test, cfg.asid_bits, 16);
+
+	/* 64K granule, 48 bits: three levels */
+	KUNIT_ASSERT_TRUE(test, pick_arm(o, 2, 16, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.levels, 3);
+	KUNIT_EXPECT_EQ(test, cfg.ias, 48);
+
+	/* Three levels of 4K walked: 39 bits */
+	o[1] = offer(VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 44, SZ_4K, 3, 8, 0);
+	KUNIT_ASSERT_TRUE(test, pick_arm(o, 2, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.ias, 39);
+	KUNIT_EXPECT_EQ(test, cfg.levels, 3);
+	KUNIT_EXPECT_EQ(test, cfg.oas, 44);
+	KUNIT_EXPECT_EQ(test, cfg.asid_bits, 8);
+
+	/* No granule of the CPU page; the first fitting offer wins */
+	o[1] = offer(VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48, SZ_64K, 4, 16, 0);
+	o[2] = offer(VIRTIO_IOMMU_PGTF_ARM_LPAE, 40, 40, SZ_4K, 4, 16,
+		     VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	KUNIT_ASSERT_TRUE(test, pick_arm(o, 3, 12, &cfg));
+	KUNIT_EXPECT_EQ(test, cfg.ias, 40);
+	KUNIT_EXPECT_TRUE(test, cfg.inval_map);
+	KUNIT_EXPECT_FALSE(test, pick_arm(o, 2, 12, &cfg));
+}
+
+/* Offers no table can be built from: MAP/UNMAP mode */
+static void viommu_test_choose_none(struct kunit *test)
+{
+	static const struct {
+		struct viommu_table_fmt o;
+		unsigned int page_shift;
+	} cases[] = {
+		/* Too few output bits for guest memory */
+		{ { VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 31, SZ_4K, 4, 0, 0 }, 12 },
+		{ { VIRTIO_IOMMU_PGTF_VTD_SL, 48, 20, SZ_4K, 4, 0, 0 }, 12 },
+		/* Too few input bits, or levels */
+		{ { VIRTIO_IOMMU_PGTF_ARM_LPAE, 31, 48, SZ_4K, 4, 0, 0 }, 12 },
+		{ { VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48, SZ_4K, 2, 0, 0 }, 12 },
+		{ { VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48, SZ_4K, 0, 0, 0 }, 12 },
+		{ { VIRTIO_IOMMU_PGTF_AMD_V1, 48, 48, SZ_4K, 2, 0, 0 }, 12 },
+		{ { VIRTIO_IOMMU_PGTF_VTD_SL, 0, 0, 0, 0, 0, 0 }, 12 },
+		/* The x86 formats have a 4K granule only */
+		{ { VIRTIO_IOMMU_PGTF_VTD_SL, 48, 48, ~0U, 4, 0, 0 }, 16 },
+		/* No granule at all */
+		{ { VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48, 0, 4, 0, 0 }, 12 },
+		/* The drafts' SMMUv3 context descriptors: not defined here */
+		{ { 2, 48, 48, SZ_4K, 4, 16, 0 }, 12 },
+	};
+	struct viommu_table_cfg cfg;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		KUNIT_EXPECT_FALSE_MSG(test, pick_x86(&cases[i].o, 1,
+						      cases[i].page_shift, &cfg),
+				       "case %u", i);
+		KUNIT_EXPECT_EQ(test, cfg.format, 0);
+	}
+	KUNIT_EXPECT_FALSE(test, pick_x86(NULL, 0, 12, &cfg));
+}
+
+/* Which endpoints can walk a domain's table */
+static void viommu_test_table_joins(struct kunit *test)
+{
+	const struct viommu_table_cfg dom = {
+		.format = VIRTIO_IOMMU_PGTF_VTD_SL, .ias = 48, .oas = 46,
+		.granule_shift = 12, .levels = 4,
+	};
+	struct viommu_table_cfg ep = dom;
+
+	KUNIT_EXPECT_TRUE(test, viommu_table_joins(&ep, &dom));
+	ep.oas = 52;
+	ep.inval_map = true;
+	KUNIT_EXPECT_TRUE(test, viommu_table_joins(&ep, &dom));
+	ep.ias = 39;
+	ep.levels = 3;
+	KUNIT_EXPECT_FALSE(test, viommu_table_joins(&ep, &dom));
+	ep = dom;
+	ep.oas = 40;
+	KUNIT_EXPECT_FALSE(test, viommu_table_joins(&ep, &dom));
+	ep = dom;
+	ep.format = VIRTIO_IOMMU_PGTF_AMD_V1;
+	KUNIT_EXPECT_FALSE(test, viommu_table_joins(&ep, &dom));
+	ep.format = 0;
+	KUNIT_EXPECT_FALSE(test, viommu_table_joins(&ep, &ep));
 }
 
 static void viommu_test_probe_good(struct kunit *test)
@@ -652,6 +990,8 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_encode_detach),
 	KUNIT_CASE(viommu_test_encode_map),
 	KUNIT_CASE(viommu_test_encode_unmap),
+	KUNIT_CASE(viommu_test_encode_attach_table),
+	KUNIT_CASE(viommu_test_encode_invalidate),
 	KUNIT_CASE(viommu_test_encode_probe),
 	KUNIT_CASE(viommu_test_status),
 	KUNIT_CASE(viommu_test_req_result),
@@ -661,6 +1001,12 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_resv_extent),
 	KUNIT_CASE(viommu_test_probe_malformed),
 	KUNIT_CASE(viommu_test_fault),
+	KUNIT_CASE(viommu_test_probe_table),
+	KUNIT_CASE(viommu_test_probe_table_malformed),
+	KUNIT_CASE(viommu_test_choose_x86),
+	KUNIT_CASE(viommu_test_choose_arm),
+	KUNIT_CASE(viommu_test_choose_none),
+	KUNIT_CASE(viommu_test_table_joins),
 	{}
 };
 

@@ -14,6 +14,7 @@
 
 #include <linux/build_bug.h>
 #include <linux/errno.h>
+#include <linux/stddef.h>
 #include <linux/string.h>
 #include <linux/types.h>
 #include <linux/unaligned.h>
@@ -28,6 +29,12 @@ static_assert(sizeof(struct virtio_iommu_req_unmap) == 32);
 static_assert(sizeof(struct virtio_iommu_req_probe) == 72);
 static_assert(sizeof(struct virtio_iommu_probe_resv_mem) == 24);
 static_assert(sizeof(struct virtio_iommu_fault) == 24);
+static_assert(sizeof(struct virtio_iommu_probe_table_format) == 16);
+static_assert(sizeof(struct virtio_iommu_req_attach_table) == 64);
+static_assert(sizeof(struct virtio_iommu_req_invalidate) == 48);
+/* The tail is the last 4 bytes: no padding a device would read as tail */
+static_assert(offsetof(struct virtio_iommu_req_attach_table, tail) == 60);
+static_assert(offsetof(struct virtio_iommu_req_invalidate, tail) == 44);
 
 /*
  * Any fixed-size request: the driver keeps one of these per preallocated
@@ -39,6 +46,8 @@ union viommu_req_buf {
 	struct virtio_iommu_req_detach		detach;
 	struct virtio_iommu_req_map		map;
 	struct virtio_iommu_req_unmap		unmap;
+	struct virtio_iommu_req_attach_table	attach_table;
+	struct virtio_iommu_req_invalidate	invalidate;
 };
 
 /*
@@ -88,6 +97,59 @@ static inline void viommu_encode_unmap(struct virtio_iommu_req_unmap *req,
 	req->domain = cpu_to_le32(domain);
 	req->virt_start = cpu_to_le64(start);
 	req->virt_end = cpu_to_le64(last);
+}
+
+/**
+ * viommu_encode_attach_table() - build an ATTACH_TABLE request
+ * @req: the request
+ * @domain: the domain ID
+ * @endpoint: the endpoint ID
+ * @format: VIRTIO_IOMMU_PGTF_*
+ * @root: guest-physical address of the top-level table
+ * @ias: input address bits the table translates
+ * @granule_shift: log2 of the granule
+ * @asid: ARM_LPAE's ASID, else 0
+ * @mair: ARM_LPAE's attribute indirection, else 0
+ */
+static inline void
+viommu_encode_attach_table(struct virtio_iommu_req_attach_table *req,
+			   u32 domain, u32 endpoint, u16 format, u64 root,
+			   u8 ias, u8 granule_shift, u16 asid, u64 mair)
+{
+	memset(req, 0, sizeof(*req));
+	req->head.type = VIRTIO_IOMMU_T_ATTACH_TABLE;
+	req->domain = cpu_to_le32(domain);
+	req->endpoint = cpu_to_le32(endpoint);
+	req->format = cpu_to_le16(format);
+	req->root = cpu_to_le64(root);
+	req->ias = ias;
+	req->granule = granule_shift;
+	req->asid = cpu_to_le16(asid);
+	req->mair = cpu_to_le64(mair);
+}
+
+/**
+ * viommu_encode_invalidate() - build an INVALIDATE request
+ * @req: the request
+ * @domain: the domain ID
+ * @scope: VIRTIO_IOMMU_INVAL_S_DOMAIN (@start and @last unused) or _RANGE
+ * @flags: VIRTIO_IOMMU_INVAL_F_*
+ * @start: first address of the range
+ * @last: last address of the range, inclusive
+ */
+static inline void
+viommu_encode_invalidate(struct virtio_iommu_req_invalidate *req, u32 domain,
+			 u16 scope, u16 flags, u64 start, u64 last)
+{
+	memset(req, 0, sizeof(*req));
+	req->head.type = VIRTIO_IOMMU_T_INVALIDATE;
+	req->scope = cpu_to_le16(scope);
+	req->flags = cpu_to_le16(flags);
+	req->domain = cpu_to_le32(domain);
+	if (scope == VIRTIO_IOMMU_INVAL_S_RANGE) {
+		req->virt_start = cpu_to_le64(start);
+		req->virt_end = cpu_to_le64(last);
+	}
 }
 
 /*
@@ -156,6 +218,29 @@ static inline int viommu_req_result(u32 used, u32 write_len, u8 status)
 	return viommu_status_errno(status);
 }
 
+/* Format flags the driver knows; the others it MUST ignore */
+#define VIOMMU_PGTF_KNOWN_FLAGS		VIRTIO_IOMMU_PGTF_F_INVAL_MAP
+
+/**
+ * struct viommu_table_fmt - a decoded PAGE_TABLE_FMT property
+ * @format: VIRTIO_IOMMU_PGTF_*, possibly one the driver does not know
+ * @ias: most input address bits
+ * @oas: most output address bits
+ * @granules: bit n set: a granule of 2^n bytes
+ * @max_levels: most levels
+ * @asid_bits: ASID bits (ARM_LPAE)
+ * @flags: the VIRTIO_IOMMU_PGTF_F_* bits the driver knows, the rest cleared
+ */
+struct viommu_table_fmt {
+	u16	format;
+	u8	ias;
+	u8	oas;
+	u32	granules;
+	u8	max_levels;
+	u8	asid_bits;
+	u16	flags;
+};
+
 /**
  * struct viommu_probe_prop - one decoded PROBE property
  * @type: property type (VIRTIO_IOMMU_PROBE_T_*); the whole type field when
@@ -163,12 +248,14 @@ static inline int viommu_req_result(u32 used, u32 write_len, u8 status)
  * @subtype: RESV_MEM subtype as the device wrote it
  * @start: RESV_MEM first address
  * @last: RESV_MEM last address (inclusive)
+ * @table: PAGE_TABLE_FMT fields
  */
 struct viommu_probe_prop {
-	u16	type;
-	u8	subtype;
-	u64	start;
-	u64	last;
+	u16			type;
+	u8			subtype;
+	u64			start;
+	u64			last;
+	struct viommu_table_fmt	table;
 };
 
 /**
@@ -184,14 +271,21 @@ struct viommu_probe_prop {
  * whose header has reserved bits set: the driver MUST ignore them (virtio
  * 1.3, PROBE driver requirements), a NONE among them.
  *
+ * A PAGE_TABLE_FMT property is decoded whatever its format (the caller
+ * ignores the formats it does not know), with the flags the driver does
+ * not know cleared, as the driver MUST ignore them. It may be longer than
+ * its fields: a later revision may add some.
+ *
  * Return: 1 if @prop holds a property, 0 at the end of the list, -EPROTO if
- * a property overruns the area, or a RESV_MEM property is too short or
- * describes an empty or inverted range.
+ * a property overruns the area, a RESV_MEM property is too short or
+ * describes an empty or inverted range, or a PAGE_TABLE_FMT property is
+ * too short.
  */
 static inline int viommu_probe_next(const u8 *buf, size_t len, size_t *pos,
 				    struct viommu_probe_prop *prop)
 {
 	const size_t hdr = sizeof(struct virtio_iommu_probe_property);
+	const struct virtio_iommu_probe_table_format *fmt;
 	const struct virtio_iommu_probe_resv_mem *mem;
 	size_t off = *pos, plen;
 	u16 type;
@@ -216,6 +310,18 @@ static inline int viommu_probe_next(const u8 *buf, size_t len, size_t *pos,
 		prop->last = get_unaligned_le64(&mem->end);
 		if (prop->start > prop->last)
 			return -EPROTO;
+	} else if (type == VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT) {
+		if (plen < sizeof(*fmt) - hdr)
+			return -EPROTO;
+		fmt = (const void *)(buf + off);
+		prop->table.format = get_unaligned_le16(&fmt->format);
+		prop->table.ias = fmt->ias;
+		prop->table.oas = fmt->oas;
+		prop->table.granules = get_unaligned_le32(&fmt->granules);
+		prop->table.max_levels = fmt->max_levels;
+		prop->table.asid_bits = fmt->asid_bits;
+		prop->table.flags = get_unaligned_le16(&fmt->flags) &
+				    VIOMMU_PGTF_KNOWN_FLAGS;
 	}
 	*pos = off + hdr + plen;
 	return 1;

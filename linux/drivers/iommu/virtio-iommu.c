@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * virtio-iommu guest driver, MAP/UNMAP mode.
+ * virtio-iommu guest driver: MAP/UNMAP mode, and page-table sharing.
  *
  * Copyright (C) 2019 Arm Limited
  *
@@ -21,8 +21,14 @@
  * allocates nothing. A caller that may sleep waits for the request queue
  * interrupt; the DMA path, which may run in atomic context, polls with
  * interrupts enabled between looks and gives up after a bounded time. The
- * request queue is virtio-iommu-queue.c; what the two files share,
+ * request queue is virtio-iommu-queue.c; what the files share,
  * virtio-iommu.h.
+ *
+ * Page-table sharing (VIRTIO_IOMMU_F_ATTACH_TABLE): where the device walks
+ * a format generic_pt builds, DMA and VFIO domains allocated for an
+ * endpoint become table domains (virtio-iommu-table.c): maps send nothing,
+ * unmaps one INVALIDATE per sync or flush. virtio_iommu.map_unmap=1 keeps
+ * MAP/UNMAP mode on such a device, to compare the two.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -59,6 +65,27 @@
 
 static struct dentry *viommu_debugfs_root;
 
+static bool map_unmap;
+module_param(map_unmap, bool, 0444);
+MODULE_PARM_DESC(map_unmap,
+		 "Use MAP/UNMAP requests even with a device that walks page tables (do not negotiate VIRTIO_IOMMU_F_ATTACH_TABLE)");
+
+/*
+ * The table formats the driver builds, in the order it wants them: its own
+ * architecture's first.
+ */
+static const u16 viommu_table_prefs[] = {
+#ifdef CONFIG_X86
+#if IS_ENABLED(CONFIG_IOMMU_PT_VTDSS)
+	VIRTIO_IOMMU_PGTF_VTD_SL,
+#endif
+#if IS_ENABLED(CONFIG_IOMMU_PT_AMDV1)
+	VIRTIO_IOMMU_PGTF_AMD_V1,
+#endif
+#endif
+	VIRTIO_IOMMU_PGTF_ARM_LPAE,
+};
+
 /* Request failures the queue reports */
 
 /*
@@ -85,6 +112,17 @@ void viommu_domain_request_failed(struct viommu_domain *vdomain,
 				    le64_to_cpu(slot->req.unmap.virt_end),
 				    vdomain->id, err);
 		atomic64_inc(&vdomain->stats.errors);
+	} else if (slot->type == VIRTIO_IOMMU_T_INVALIDATE) {
+		dev_err_ratelimited(dev, "INVALIDATE %#llx-%#llx (scope %u) in domain %u failed: %d\n",
+				    le64_to_cpu(slot->req.invalidate.virt_start),
+				    le64_to_cpu(slot->req.invalidate.virt_end),
+				    le16_to_cpu(slot->req.invalidate.scope),
+				    vdomain->id, err);
+		atomic64_inc(&vdomain->stats.errors);
+		atomic_inc(&vdomain->inval_failures);
+	} else if (slot->type == VIRTIO_IOMMU_T_ATTACH_TABLE) {
+		/* viommu_table_attach() reports it */
+		WRITE_ONCE(vdomain->attach_err, err);
 	}
 }
 
@@ -291,13 +329,50 @@ static int viommu_add_resv(struct viommu_endpoint *vdev,
 	return 0;
 }
 
+/*
+ * The table an endpoint ID's PAGE_TABLE_FMT properties allow. A device
+ * whose IDs allow different tables gets none: a domain has one table.
+ */
+static void viommu_choose_table(struct viommu_dev *viommu,
+				struct viommu_endpoint *vdev, bool first,
+				const struct viommu_table_fmt *offers,
+				unsigned int n)
+{
+	struct viommu_table_cfg cfg;
+
+	if (!viommu->tables)
+		return;
+	if (!viommu_table_choose(offers, n, viommu_table_prefs,
+				 ARRAY_SIZE(viommu_table_prefs), PAGE_SHIFT,
+				 &cfg) ||
+	    (!first && memcmp(&cfg, &vdev->table, sizeof(cfg)))) {
+		if (first || vdev->table.format)
+			dev_info(vdev->dev, "no table format this driver builds (%u offered): MAP/UNMAP mode\n",
+				 n);
+		memset(&vdev->table, 0, sizeof(vdev->table));
+		return;
+	}
+	if (!first)
+		return;
+	vdev->table = cfg;
+	/* Said once per format, for the first endpoint that takes it */
+	if (!test_and_set_bit(cfg.format % BITS_PER_LONG, &viommu->fmts_said))
+		dev_info(viommu->dev, "page-table mode: %s tables, %u-bit input, %u levels, %uK granule%s\n",
+			 viommu_table_fmt_name(cfg.format), cfg.ias, cfg.levels,
+			 (1U << cfg.granule_shift) / SZ_1K,
+			 cfg.inval_map ? ", INVALIDATE after maps" : "");
+}
+
 static int viommu_probe_endpoint(struct viommu_dev *viommu,
-				 struct viommu_endpoint *vdev, u32 epid)
+				 struct viommu_endpoint *vdev, u32 epid,
+				 bool first)
 {
 	size_t len = sizeof(struct virtio_iommu_req_probe) + viommu->probe_size +
 		     VIOMMU_TAIL_LEN;
+	struct viommu_table_fmt offers[VIOMMU_MAX_TABLE_FMTS];
 	struct virtio_iommu_req_probe *probe;
 	struct viommu_probe_prop prop;
+	unsigned int nr_offers = 0;
 	size_t pos = 0;
 	int ret;
 
@@ -324,6 +399,11 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 
 	while ((ret = viommu_probe_next(probe->properties, viommu->probe_size,
 					&pos, &prop)) > 0) {
+		if (prop.type == VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT) {
+			if (nr_offers < ARRAY_SIZE(offers))
+				offers[nr_offers++] = prop.table;
+			continue;
+		}
 		if (prop.type != VIRTIO_IOMMU_PROBE_T_RESV_MEM) {
 			dev_dbg(vdev->dev, "ignoring probe property %#x\n",
 				prop.type);
@@ -337,6 +417,8 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 		dev_err(vdev->dev,
 			"malformed PROBE properties for endpoint %u at offset %zu\n",
 			epid, pos);
+	if (!ret)
+		viommu_choose_table(viommu, vdev, first, offers, nr_offers);
 out_unlock:
 	mutex_unlock(&viommu->probe_mutex);
 	return ret;
@@ -447,6 +529,8 @@ static struct viommu_domain *viommu_domain_new(void)
 	mutex_init(&vdomain->mutex);
 	rwlock_init(&vdomain->replay_lock);
 	INIT_LIST_HEAD(&vdomain->list);
+	spin_lock_init(&vdomain->limbo_lock);
+	INIT_LIST_HEAD(&vdomain->limbo);
 	return vdomain;
 }
 
@@ -525,6 +609,22 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 			return ret;
 		}
 	}
+	/*
+	 * A paging domain whose endpoint walks a table gets one; where it
+	 * cannot (its ID is too wide an ASID, no memory), MAP/UNMAP mode
+	 * serves it all the same. So does a domain allocated for no device
+	 * and mapped before its first attach: its table holds those maps.
+	 */
+	if (!identity && vdev->table.format &&
+	    !atomic64_read(&vdomain->stats.maps)) {
+		ret = viommu_table_setup(vdomain, &vdev->table);
+		if (ret)
+			dev_warn_ratelimited(vdev->dev,
+					     "domain %u in MAP/UNMAP mode: no %s table (%d)\n",
+					     vdomain->id,
+					     viommu_table_fmt_name(vdev->table.format),
+					     ret);
+	}
 	vdomain->viommu = viommu;
 
 	spin_lock(&viommu->domains_lock);
@@ -547,6 +647,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 		spin_unlock(&viommu->domains_lock);
 		viommu_put_domain_id(viommu, vdomain);
 	}
+	viommu_table_free(vdomain);
 	viommu_maps_destroy(&vdomain->maps);
 	mutex_destroy(&vdomain->mutex);
 	kfree(vdomain);
@@ -652,6 +753,10 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		ret = viommu_domain_finalise(vdev, vdomain);
 	else if (vdomain->viommu != viommu)
 		ret = -EINVAL;
+	/* An endpoint that cannot walk the domain's table needs another */
+	else if (viommu_is_table(vdomain) &&
+		 !viommu_table_fits(vdomain, vdev))
+		ret = -EINVAL;
 	mutex_unlock(&vdomain->mutex);
 	if (ret)
 		return ret;
@@ -670,6 +775,10 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 	}
 
 	mutex_lock(&vdomain->mutex);
+	if (viommu_is_table(vdomain)) {
+		ret = viommu_table_attach(vdomain, vdev);
+		goto out_attached;
+	}
 	for (i = 0; i < fwspec->num_ids; i++) {
 		viommu_encode_attach(&req.attach, vdomain->id, fwspec->ids[i],
 				     vdomain->bypass ?
@@ -691,6 +800,7 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 	} else if (!ret) {
 		viommu_set_endpoints(vdomain, vdomain->nr_endpoints + 1);
 	}
+out_attached:
 	if (ret) {
 		/*
 		 * Leave the endpoint in no domain rather than split between
@@ -741,6 +851,11 @@ static int viommu_map_pages(struct iommu_domain *domain, unsigned long iova,
 
 	if (vdomain->bypass)
 		return -EINVAL;
+	if (vdomain->viommu)
+		this_cpu_inc(*vdomain->viommu->dma_maps);
+	if (viommu_is_table(vdomain))
+		return viommu_table_map(vdomain, iova, paddr, pgsize, pgcount,
+					prot, gfp, mapped);
 	if (viommu_prot_flags(prot) & ~vdomain->map_flags)
 		return -EOPNOTSUPP;
 
@@ -774,6 +889,9 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 	u64 end;
 	int ret;
 
+	if (viommu_is_table(vdomain))
+		return viommu_table_unmap(vdomain, iova, pgsize, pgcount,
+					  gather);
 	read_lock_irqsave(&vdomain->replay_lock, flags);
 	if (!viommu_maps_extent(&vdomain->maps, iova, last, &end))
 		goto out_unlock;
@@ -805,23 +923,14 @@ static phys_addr_t viommu_iova_to_phys(struct iommu_domain *domain,
 	return gpt_iova_to_phys(&to_viommu_domain(domain)->maps.table, iova);
 }
 
-/*
- * Whether the syncs of @vdomain combine their kicks with other CPUs' (see
- * viommu_kick()). Not on a lazy domain: its flush queue already batches the
- * unmaps, so only its maps sync, a whole map and unmap apart on each CPU,
- * and a map would wait longer for another CPU than the exit it saves.
- */
-static bool viommu_domain_combines(struct viommu_domain *vdomain)
-{
-	return vdomain->domain.type != IOMMU_DOMAIN_DMA_FQ;
-}
-
 static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 				 unsigned long iova, size_t size)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	int ret;
 
+	if (viommu_is_table(vdomain))
+		return viommu_table_sync_map(vdomain, iova, size);
 	/* Also called while the core builds direct mappings, before attach */
 	if (!vdomain->viommu || !READ_ONCE(vdomain->nr_endpoints) || !size)
 		return 0;
@@ -836,7 +945,9 @@ static void viommu_flush_iotlb_all(struct iommu_domain *domain)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 
-	if (vdomain->viommu && READ_ONCE(vdomain->nr_endpoints))
+	if (viommu_is_table(vdomain))
+		viommu_table_flush_all(vdomain);
+	else if (vdomain->viommu && READ_ONCE(vdomain->nr_endpoints))
 		viommu_sync(vdomain->viommu, false,
 			    viommu_domain_combines(vdomain));
 }
@@ -844,7 +955,12 @@ static void viommu_flush_iotlb_all(struct iommu_domain *domain)
 static void viommu_iotlb_sync(struct iommu_domain *domain,
 			      struct iommu_iotlb_gather *gather)
 {
-	viommu_flush_iotlb_all(domain);
+	struct viommu_domain *vdomain = to_viommu_domain(domain);
+
+	if (viommu_is_table(vdomain))
+		viommu_table_sync(vdomain, gather);
+	else
+		viommu_flush_iotlb_all(domain);
 }
 
 static void viommu_get_resv_regions(struct device *dev, struct list_head *head)
@@ -930,7 +1046,7 @@ static struct iommu_device *viommu_probe_device(struct device *dev)
 
 	/* Every ID of the device: its functions may differ in what they need */
 	for (i = 0; viommu->probe_size && i < fwspec->num_ids; i++) {
-		ret = viommu_probe_endpoint(viommu, vdev, fwspec->ids[i]);
+		ret = viommu_probe_endpoint(viommu, vdev, fwspec->ids[i], !i);
 		if (ret)
 			goto err_free;
 	}
@@ -1048,9 +1164,10 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 	struct viommu_dev *viommu = s->private;
 	struct viommu_event_stats ev;
 	struct viommu_domain *vdomain;
+	u64 exit_ns, dma_maps = 0, dma_reqs;
 	struct viommu_stats st;
 	unsigned long flags;
-	u64 exit_ns;
+	int cpu;
 
 	spin_lock_irqsave(&viommu->rq_lock, flags);
 	st = viommu->stats;
@@ -1066,6 +1183,18 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.requests[VIRTIO_IOMMU_T_MAP],
 		   st.requests[VIRTIO_IOMMU_T_UNMAP],
 		   st.requests[VIRTIO_IOMMU_T_PROBE]);
+	seq_printf(s, "attach_table %llu\ninvalidate %llu\n",
+		   st.requests[VIRTIO_IOMMU_T_ATTACH_TABLE],
+		   st.requests[VIRTIO_IOMMU_T_INVALIDATE]);
+	/* What the DMA path costs in requests, whatever the mode */
+	for_each_possible_cpu(cpu)
+		dma_maps += *per_cpu_ptr(viommu->dma_maps, cpu);
+	dma_reqs = st.requests[VIRTIO_IOMMU_T_MAP] +
+		   st.requests[VIRTIO_IOMMU_T_UNMAP] +
+		   st.requests[VIRTIO_IOMMU_T_INVALIDATE];
+	seq_printf(s, "mode %s\ndma_maps %llu\nrequests_per_1000_maps %llu\n",
+		   viommu->tables ? "page-table" : "map-unmap", dma_maps,
+		   dma_maps ? div64_u64(dma_reqs * 1000, dma_maps) : 0);
 	seq_printf(s, "errors %llu\nbad_answers %llu\n", st.errors,
 		   st.bad_answers);
 	seq_printf(s, "kicks %llu\nkicked_requests %llu\nkicks_unneeded %llu\n",
@@ -1087,7 +1216,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 
 	spin_lock(&viommu->domains_lock);
 	list_for_each_entry(vdomain, &viommu->domains, list)
-		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld\n",
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
 			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
@@ -1103,7 +1232,11 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   atomic64_read(&vdomain->stats.unmapped_bytes),
 			   atomic64_read(&vdomain->stats.errors),
 			   vdomain->stats.faults,
-			   atomic_long_read(&vdomain->maps.table.nr_tables));
+			   atomic_long_read(&vdomain->maps.table.nr_tables),
+			   viommu_is_table(vdomain) ? "table" : "map",
+			   viommu_table_fmt_name(vdomain->table.format),
+			   atomic64_read(&vdomain->stats.invalidates),
+			   atomic64_read(&vdomain->stats.invalidates_map));
 	spin_unlock(&viommu->domains_lock);
 	return 0;
 }
@@ -1222,6 +1355,8 @@ static int viommu_apply_config(struct viommu_dev *viommu)
 	viommu->first_domain = cfg.first_domain;
 	viommu->last_domain = cfg.last_domain;
 	viommu->probe_size = cfg.probe_size;
+	viommu->tables = virtio_has_feature(viommu->vdev,
+					    VIRTIO_IOMMU_F_ATTACH_TABLE);
 	viommu->map_flags = VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE;
 	if (virtio_has_feature(viommu->vdev, VIRTIO_IOMMU_F_MMIO))
 		viommu->map_flags |= VIRTIO_IOMMU_MAP_F_MMIO;
@@ -1277,6 +1412,10 @@ static int viommu_probe(struct virtio_device *vdev)
 	viommu = devm_kzalloc(dev, sizeof(*viommu), GFP_KERNEL);
 	if (!viommu)
 		return -ENOMEM;
+	/* Counted per CPU: the map path shares no cache line for it */
+	viommu->dma_maps = devm_alloc_percpu(dev, u64);
+	if (!viommu->dma_maps)
+		return -ENOMEM;
 	viommu->dev = dev;
 	viommu->vdev = vdev;
 	spin_lock_init(&viommu->rq_lock);
@@ -1325,12 +1464,16 @@ static int viommu_probe(struct virtio_device *vdev)
 	if (ret)
 		goto err_sysfs;
 
-	dev_info(dev, "input range %#llx-%#llx, page sizes %#llx, domains %u-%u, %u request slots%s\n",
+	dev_info(dev, "input range %#llx-%#llx, page sizes %#llx, domains %u-%u, %u request slots%s, %s\n",
 		 viommu->geometry.aperture_start, viommu->geometry.aperture_end,
 		 viommu->pgsize_bitmap, viommu->first_domain,
 		 viommu->last_domain, viommu->nr_slots,
 		 virtio_has_feature(vdev, VIRTIO_IOMMU_F_BYPASS_CONFIG) ?
-		 ", bypass domains" : "");
+		 ", bypass domains" : "",
+		 viommu->tables ? "page tables where endpoints walk them" :
+		 map_unmap && virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE) ?
+		 "MAP/UNMAP mode (virtio_iommu.map_unmap=1)" :
+		 "MAP/UNMAP mode");
 	return 0;
 
 err_sysfs:
@@ -1390,6 +1533,13 @@ static void viommu_remove(struct virtio_device *vdev)
 static int viommu_validate(struct virtio_device *vdev)
 {
 	__virtio_clear_bit(vdev, VIRTIO_RING_F_INDIRECT_DESC);
+	/*
+	 * Tables are walked per endpoint in a format its PROBE names: no
+	 * PROBE, no tables. The rst asks the device for both; a device
+	 * that offers tables without PROBE is served in MAP/UNMAP mode.
+	 */
+	if (map_unmap || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
+		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_ATTACH_TABLE);
 	return 0;
 }
 
@@ -1422,6 +1572,7 @@ static unsigned int features[] = {
 	VIRTIO_IOMMU_F_PROBE,
 	VIRTIO_IOMMU_F_MMIO,
 	VIRTIO_IOMMU_F_BYPASS_CONFIG,
+	VIRTIO_IOMMU_F_ATTACH_TABLE,
 };
 
 static const struct virtio_device_id id_table[] = {

@@ -5,8 +5,9 @@
  * virtio-iommu.c is the IOMMU driver (domains, endpoints, probe, events);
  * virtio-iommu-queue.c the request queue engine under it (preallocated
  * slots, sequence numbers, the kick protocol and kick combining, waiting by
- * sleep or poll). The driver builds requests in slots and syncs; the queue
- * tells the driver which MAP and UNMAP requests failed.
+ * sleep or poll); virtio-iommu-table.c the domains whose page table the
+ * device walks (page-table sharing). The driver builds requests in slots
+ * and syncs; the queue tells the driver which domain requests failed.
  */
 #ifndef _DRIVERS_IOMMU_VIRTIO_IOMMU_H
 #define _DRIVERS_IOMMU_VIRTIO_IOMMU_H
@@ -14,12 +15,14 @@
 #include <linux/iommu.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include "virtio-iommu-maps.h"
+#include "virtio-iommu-table.h"
 #include "virtio-iommu-wire.h"
 
 #define VIOMMU_REQUEST_VQ		0
@@ -31,7 +34,7 @@
 
 /* Counters of the whole device, under viommu_dev.rq_lock. */
 struct viommu_stats {
-	u64	requests[VIRTIO_IOMMU_T_PROBE + 1];
+	u64	requests[VIRTIO_IOMMU_T_INVALIDATE + 1];
 	u64	errors;			/* requests that failed */
 	u64	bad_answers;		/* of which the device's answer was unusable */
 	u64	kicks;			/* notifications sent to the device */
@@ -121,6 +124,9 @@ struct viommu_dev {
 	bool				paging;		/* DMA and VFIO domains */
 	bool				bypass;		/* identity by bypassing */
 	bool				identity;	/* by bypass or 1:1 maps */
+	bool				tables;		/* ATTACH_TABLE negotiated */
+	unsigned long			fmts_said;	/* formats logged, by number */
+	u64 __percpu			*dma_maps;	/* map_pages() calls */
 
 	struct dentry			*debugfs;
 };
@@ -136,7 +142,7 @@ struct viommu_slot {
 	u32				write_len;	/* device-writable bytes at the end */
 	struct list_head		node;		/* free or in-flight list */
 	u64				seq;
-	struct viommu_domain		*vdomain;	/* MAP/UNMAP accounting */
+	struct viommu_domain		*vdomain;	/* failures are reported on it */
 	u8				type;
 	bool				waited;		/* a caller collects the result */
 	bool				done;
@@ -153,14 +159,18 @@ struct viommu_domain_stats {
 	atomic64_t	mapped_bytes;
 	atomic64_t	unmapped_bytes;
 	atomic64_t	errors;
+	atomic64_t	invalidates;		/* INVALIDATEs sent for unmaps */
+	atomic64_t	invalidates_map;	/* and for maps (INVAL_MAP) */
 	u64		faults;			/* viommu_dev.ep_lock */
 };
 
 /*
- * A domain's mappings live in a generic_pt table of its own, which also
- * tells where each MAP request began and ended (virtio-iommu-maps.h).
- * Page-table sharing will attach a table like this one, in a format the
- * host walks.
+ * A domain's mappings live in a generic_pt table of its own. In MAP/UNMAP
+ * mode it also tells where each MAP request began and ended
+ * (virtio-iommu-maps.h), and no device walks it. A table domain's table is
+ * built in a format the device walks (@table) and attached with
+ * ATTACH_TABLE: the device translates from it, and the driver only sends
+ * INVALIDATEs (virtio-iommu-table.c).
  */
 
 struct viommu_domain {
@@ -182,6 +192,16 @@ struct viommu_domain {
 
 	struct viommu_maps		maps;
 
+	/* Page-table sharing; table.format 0: MAP/UNMAP mode */
+	struct viommu_table_cfg		table;
+	u16				asid;
+	bool				inval_map;	/* INVALIDATE after maps */
+	int				attach_err;	/* of the last ATTACH_TABLE */
+	atomic_t			inval_failures;
+	/* Table pages no INVALIDATE covered: freed with the domain */
+	spinlock_t			limbo_lock;
+	struct list_head		limbo;
+
 	struct list_head		list;		/* viommu_dev.domains */
 	struct viommu_domain_stats	stats;
 };
@@ -191,6 +211,8 @@ struct viommu_endpoint {
 	struct viommu_dev		*viommu;
 	struct viommu_domain		*vdomain;	/* under viommu_dev.ep_lock */
 	struct list_head		resv_regions;
+	/* The table the endpoint's PROBE allows; format 0: none */
+	struct viommu_table_cfg		table;
 };
 
 #define to_viommu_domain(d)	container_of(d, struct viommu_domain, domain)
@@ -210,6 +232,42 @@ int viommu_queue_req(struct viommu_domain *vdomain,
 void viommu_forget_domain(struct viommu_dev *viommu,
 			  struct viommu_domain *vdomain);
 void viommu_queue_debugfs(struct dentry *root);
+
+/*
+ * Whether the syncs of @vdomain combine their kicks with other CPUs' (see
+ * viommu_kick()). Not on a lazy domain: its flush queue already batches the
+ * unmaps, so only its maps sync, a whole map and unmap apart on each CPU,
+ * and a map would wait longer for another CPU than the exit it saves.
+ */
+static inline bool viommu_domain_combines(struct viommu_domain *vdomain)
+{
+	return vdomain->domain.type != IOMMU_DOMAIN_DMA_FQ;
+}
+
+/* virtio-iommu-table.c: table domains */
+static inline bool viommu_is_table(const struct viommu_domain *vdomain)
+{
+	return vdomain->table.format;
+}
+
+int viommu_table_setup(struct viommu_domain *vdomain,
+		       const struct viommu_table_cfg *cfg);
+bool viommu_table_fits(struct viommu_domain *vdomain,
+		       struct viommu_endpoint *vdev);
+int viommu_table_attach(struct viommu_domain *vdomain,
+			struct viommu_endpoint *vdev);
+int viommu_table_map(struct viommu_domain *vdomain, unsigned long iova,
+		     phys_addr_t paddr, size_t pgsize, size_t pgcount,
+		     int prot, gfp_t gfp, size_t *mapped);
+size_t viommu_table_unmap(struct viommu_domain *vdomain, unsigned long iova,
+			  size_t pgsize, size_t pgcount,
+			  struct iommu_iotlb_gather *gather);
+int viommu_table_sync_map(struct viommu_domain *vdomain, unsigned long iova,
+			  size_t size);
+void viommu_table_sync(struct viommu_domain *vdomain,
+		       struct iommu_iotlb_gather *gather);
+void viommu_table_flush_all(struct viommu_domain *vdomain);
+void viommu_table_free(struct viommu_domain *vdomain);
 
 /* virtio-iommu.c: what the queue reports back */
 void viommu_domain_request_failed(struct viommu_domain *vdomain,
