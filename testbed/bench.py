@@ -2,8 +2,9 @@
 """Benchmarks: run them, collect their lines, write build/bench/<name>.json.
 
 `make bench-viommu` boots the DMA map benchmark scenarios (BENCH_SCENARIOS:
-6.12's virtio-iommu driver, ours, and ours with kick combining off, strict
-and lazy, and no IOMMU) and
+6.12's virtio-iommu driver, ours, and ours with kick combining on, ours in
+page-table mode and in MAP/UNMAP mode behind the patched device that walks
+tables, strict and lazy, and no IOMMU) and
 writes build/bench/viommu.json; see viommu() below.
 
 `make bench-drivers` boots the same benchmark behind QEMU's intel-iommu,
@@ -43,7 +44,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from . import boot, initramfs, kernel, kunit, paths
+from . import boot, initramfs, kernel, kunit, paths, qemu, qemu_build
 from .scenarios import (BENCH_ROWS, BENCH_SCENARIOS, BENCH_VHOST, DRIVER_BENCH_ROWS,
                         DRIVER_BENCH_SCENARIOS, Scenario)
 from .shell import StepError, step
@@ -127,7 +128,7 @@ LATENCY = re.compile(r"dmabench: average (?P<op>map|unmap) latency\(us\):(?P<us>
 ENDPOINT = re.compile(r"dmabench: device \S+ endpoint (?P<ep>\d+)")
 STATS = re.compile(r"viommu-(?P<when>before|after): (?P<key>[a-z0-9_]+) (?P<val>\d+)$")
 # Our driver's request counters (debugfs stats), by request type.
-REQUEST_TYPES = ("attach", "detach", "map", "unmap", "probe")
+REQUEST_TYPES = ("attach", "detach", "map", "unmap", "probe", "attach_table", "invalidate")
 
 TRACE = re.compile(r"^(?P<event>virtio_iommu_attach|virtio_iommu_detach|virtio_iommu_map"
                    r"|virtio_iommu_unmap|virtio_iommu_probe|virtio_queue_notify) "
@@ -186,7 +187,8 @@ def driver_counts(diags: list[str]) -> dict | None:
         return None
     delta = {k: got["after"][k] - got["before"][k] for k in got["after"]}
     return {"requests": sum(delta.get(k, 0) for k in REQUEST_TYPES),
-            "kicks": delta.get("kicks", 0)}
+            "kicks": delta.get("kicks", 0), "invalidates": delta.get("invalidate", 0),
+            "maps": delta.get("map", 0), "pairs": delta.get("dma_maps", 0)}
 
 
 def per_1k(count: int, pairs: int) -> float:
@@ -213,6 +215,8 @@ def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
            "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
     if driver == "none":
         return row
+    if driver == "ours-pt":
+        return pt_row(row, name, diags, result.log)
     ep = next((int(m["ep"]) for m in map(ENDPOINT.search, diags) if m), None)
     if ep is None or not result.trace_log:
         raise StepError(f"{name}: no endpoint ID or no QEMU trace ({result.log})")
@@ -229,6 +233,24 @@ def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
                pairs=pairs, counted_by="driver" if ours else "qemu-trace",
                qemu_requests_per_1k_maps=per_1k(qemu_counts["requests"], pairs),
                qemu_kicks_per_1k_maps=per_1k(qemu_counts["kicks"], pairs))
+    return row
+
+
+def pt_row(row: dict, name: str, diags: list[str], log: Path) -> dict:
+    """A page-table mode row: QEMU's trace has no MAP to count pairs by (the
+    device walks the table), so the driver's counters give all: pairs are its
+    map_pages() calls (one page each, -g 1; the benchmark device is the only
+    one mapping), requests every request it sent, INVALIDATEs among them."""
+    counts = driver_counts(diags)
+    if not counts or not counts["pairs"]:
+        raise StepError(f"{name}: no driver counters or no maps counted ({log})")
+    if counts["maps"]:
+        raise StepError(f"{name}: {counts['maps']} MAP requests in page-table mode ({log})")
+    pairs = counts["pairs"]
+    row.update(requests_per_1k_maps=per_1k(counts["requests"], pairs),
+               kicks_per_1k_maps=per_1k(counts["kicks"], pairs),
+               invalidates_per_1k_maps=per_1k(counts["invalidates"], pairs),
+               pairs=pairs, counted_by="driver")
     return row
 
 
@@ -265,6 +287,8 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
     """
     scenarios = [sc for sc in BENCH_SCENARIOS.values() if sc.name.startswith("bench-viommu-")]
     runs = [(key, sc) for key, sc in zip(BENCH_ROWS, scenarios)]
+    if build and any(qemu.MACHINES[sc.machine].patched for sc in scenarios):
+        qemu_build.build()
     measured, errors = measure_rounds(runs, lambda key, result: viommu_row(*key, result),
                                       threads, seconds, rounds, build)
     rows = [median_row(measured[key], VIOMMU_MEDIANS) for key, _ in runs if key in measured]
@@ -341,7 +365,8 @@ def drivers_table(rows: list[dict]) -> str:
 # The values a row's boots each measure; the row keeps their medians.
 DRIVER_MEDIANS = ("map_ns", "unmap_ns")
 VIOMMU_MEDIANS = ("map_ns", "unmap_ns", "requests_per_1k_maps", "kicks_per_1k_maps",
-                  "qemu_requests_per_1k_maps", "qemu_kicks_per_1k_maps", "pairs")
+                  "qemu_requests_per_1k_maps", "qemu_kicks_per_1k_maps", "pairs",
+                  "invalidates_per_1k_maps")
 
 
 def median_row(runs: list[dict], keys: tuple[str, ...]) -> dict:

@@ -2,24 +2,31 @@
 """make run: build what is missing, boot the virtio-iommu guest, and report.
 
 The report says which IOMMU the guest found, its domains and endpoints, what
-DMA work went through it, how many requests the device served (from QEMU's
-trace of virtio-iommu), the faults, and how long each part took.
+DMA work went through it, which mode the virtio-iommu ran in (MAP/UNMAP or
+page-table sharing, and each domain's), how many requests the device served
+(from QEMU's trace of virtio-iommu: INVALIDATEs too), the faults, and how
+long each part took. TB_RUN_SCENARIO boots another scenario than the
+default (x86_64-virtio-iommu-pt for page-table sharing, which needs our
+patched QEMU: make qemu).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
 
-from . import boot, initramfs, kernel, tree
+from . import boot, initramfs, kernel, qemu, qemu_build, tree
 from .shell import step
 
-SCENARIO = "x86_64-virtio-iommu"
+SCENARIO = os.environ.get("TB_RUN_SCENARIO") or "x86_64-virtio-iommu"
 
 
 def driver_counters(con) -> list[str]:
     """The guest driver's own counters, from the viommu-stats step's lines."""
     st = con.steps.get("viommu-stats")
     stats: dict[str, dict[str, int]] = {}
+    modes: dict[str, str] = {}
     domains: list[str] = []
     for d in st.diagnostics() if st else []:
         if not d.startswith("viommu: "):
@@ -28,16 +35,24 @@ def driver_counters(con) -> list[str]:
         key, _, val = rest.partition(" ")
         if key == "domain":
             domains.append(f"{dev} domain {val}")
+        elif key == "mode":
+            modes[dev] = val
         elif val.isdigit():
             stats.setdefault(dev, {})[key] = int(val)
     lines = []
     for dev, c in sorted(stats.items()):
         kicks = c.get("kicks", 0)
         per_kick = c.get("kicked_requests", 0) / kicks if kicks else 0.0
+        lines.append(f"mode:      {dev}: {mode_of(modes.get(dev, '?'), domains, dev)}")
         lines.append(f"driver:    {dev}: {c.get('attach', 0)} ATTACH, "
                      f"{c.get('detach', 0)} DETACH, {c.get('map', 0)} MAP, "
                      f"{c.get('unmap', 0)} UNMAP, {c.get('probe', 0)} PROBE, "
+                     f"{c.get('attach_table', 0)} ATTACH_TABLE, "
+                     f"{c.get('invalidate', 0)} INVALIDATE, "
                      f"{c.get('errors', 0)} failed")
+        lines.append(f"driver:    {dev}: {c.get('dma_maps', 0)} DMA maps, "
+                     f"{c.get('requests_per_1000_maps', 0)} MAP/UNMAP/INVALIDATE "
+                     f"requests per 1000 of them")
         lines.append(f"driver:    {dev}: {kicks} kicks, {per_kick:.2f} requests "
                      f"per kick, {c.get('polls', 0)} polls, "
                      f"{c.get('sleeps', 0)} sleeps, {c.get('timeouts', 0)} timeouts")
@@ -45,6 +60,23 @@ def driver_counters(con) -> list[str]:
                      f"{c.get('faults_reported', 0)} reported to the IOMMU core")
     lines += [f"driver:    {d}" for d in domains]
     return lines
+
+
+def mode_of(device_mode: str, domains: list[str], dev: str) -> str:
+    """What the device negotiated and the mode its paging domains ran in
+    (their own debugfs line says it: mode=table format=..., or mode=map)."""
+    kinds: dict[str, int] = {}
+    for d in domains:
+        if not d.startswith(f"{dev} ") or not re.search(
+                r"type=(dma-strict|dma-lazy|unmanaged) ", d):
+            continue
+        m = re.search(r" mode=(\w+) format=(\w+)", d)
+        kind = "MAP/UNMAP" if not m or m.group(1) != "table" else f"table {m.group(2)}"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    said = {"page-table": "page-table sharing negotiated",
+            "map-unmap": "MAP/UNMAP mode"}.get(device_mode, device_mode)
+    doms = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return f"{said}; DMA/VFIO domains: {doms or 'none left'}"
 
 
 def render(result: boot.Result, build_s: float) -> str:
@@ -59,7 +91,9 @@ def render(result: boot.Result, build_s: float) -> str:
         eps = ", ".join(str(e) for e in sorted(domains[dom]))
         lines.append(f"domain {dom}:  endpoints {eps}")
     lines.append(f"requests:  {events['attach']} ATTACH, {events['detach']} DETACH, "
-                 f"{events['map']} MAP, {events['unmap']} UNMAP (QEMU trace)")
+                 f"{events['map']} MAP, {events['unmap']} UNMAP, "
+                 f"{events['attach_table']} ATTACH_TABLE, "
+                 f"{events['invalidate']} INVALIDATE (QEMU trace)")
     lines.append(f"faults:    {events['report_fault']} reported by the device")
     lines += driver_counters(con)
     for name in result.scenario.steps:
@@ -83,8 +117,11 @@ def main() -> int:
     t0 = time.monotonic()
     with step("tree"):
         tree.assemble()
-    target = kernel.TARGETS[boot.SCENARIOS[SCENARIO].kernel]
+    sc = boot.SCENARIOS[SCENARIO]
+    target = kernel.TARGETS[sc.kernel]
     kernel.build(target)
+    if qemu.MACHINES[sc.machine].patched:
+        qemu_build.build()
     with step("guest image"):
         initramfs.base_image(target.name)
     build_s = time.monotonic() - t0

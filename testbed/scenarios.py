@@ -205,6 +205,62 @@ LIMITS = (
 )
 
 
+# Page-table sharing (issue 18): the patched QEMU's virtio-iommu offers
+# VIRTIO_IOMMU_F_ATTACH_TABLE and walks the guest's tables with QEMU's own
+# walkers (the VT-d second-level one on q35, the SMMU stage-1 one on virt).
+# viommu-stats checks that the DMA domains really are table domains of the
+# format (their debugfs line), that no MAP or UNMAP was sent and that
+# INVALIDATEs were, at most one per unmap; the edu test DMAs right after
+# unmaps (the device's IOTLB must have been invalidated) and to an unmapped
+# IOVA, whose fault must reach the IOMMU core. Lazy on x86 (its default),
+# strict on arm64 (its default) and in the invalidate-after-map scenario,
+# whose device caches non-present entries (attach-table-inval-map=on); the
+# debug kernel once, strict, with an INVALIDATE that fails to queue (the
+# driver must invalidate the whole domain before the unmap returns), on a
+# device that offers AMD v1 alone (attach-table-formats): the x86 driver's
+# fallback format, walked by the AMD IOMMU model's walk.
+PT_STEPS = ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats")
+PT_TRACE = ("virtio_iommu_attach_table", "virtio_iommu_invalidate")
+PT_X86_ENV = {"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "VTD_SL"}
+PT = (
+    _sc("x86_64-virtio-iommu-pt",
+        "q35 + virtio-iommu-pci walking the guest's VT-d second-stage tables "
+        "(patched QEMU): disk, NIC, VFIO edu, lazy domains",
+        "q35-virtio-iommu-pt", "x86_64", PT_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS, extra_trace=PT_TRACE,
+        env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-lazy"}),
+    _sc("x86_64-virtio-iommu-pt-invalmap",
+        "x86_64-virtio-iommu-pt, strict, the device asking for INVALIDATEs "
+        "after maps (attach-table-inval-map=on)",
+        "q35-virtio-iommu-pt-invalmap", "x86_64", PT_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
+        env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict",
+             "TB_VIOMMU_INVAL_MAP": "1"}),
+    _sc("arm64-virtio-iommu-pt",
+        "arm64 virt + virtio-iommu-pci walking the guest's ARMv8 stage-1 tables "
+        "(patched QEMU): disk, NIC, VFIO edu, strict domains",
+        "virt-virtio-iommu-pt", "arm64", PT_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS, extra_trace=PT_TRACE,
+        env={"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "ARM_LPAE",
+             "TB_VIOMMU_DOMAIN": "dma-strict"}),
+    _sc("x86_64-virtio-iommu-pt-debug",
+        "x86_64-virtio-iommu-pt on the KASAN/lockdep/UBSAN/kmemleak kernel, "
+        "AMD v1 tables (the device offers no other), strict, an INVALIDATE "
+        "failing to queue, the driver unbound under iommufd",
+        "q35-virtio-iommu-pt-amd", "x86_64-debug",
+        ("kmemleak-clear", *PT_STEPS, "viommu-remove", "kmemleak"),
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
+        timeout_s=600,
+        env={**PT_X86_ENV, "TB_VIOMMU_FORMAT": "AMD_V1",
+             "TB_VIOMMU_DOMAIN": "dma-strict",
+             "TB_EDU_FAIL_QUEUE": "/sys/kernel/debug/virtio-iommu/fail_queue"}),
+)
+
+
 def _smmuv3_granule(kib: int) -> Scenario:
     """SMMUv3 on a kernel with @kib KiB pages: the driver takes the granule
     of the CPU page size, so its tables are generic_pt's ARMv8 format at
@@ -291,6 +347,7 @@ _ALL = (
     MMIO_MSI_DEBUG,
     MMIO_X86,
     *LIMITS,
+    *PT,
     _smmuv3_granule(16),
     _smmuv3_granule(64),
 )
@@ -367,9 +424,16 @@ BENCH_TRACE = ("virtio_queue_notify",)
 BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "DMA-FQ")}
 # driver: (kernel target, extra command line). ours-combined is our driver
 # with kick combining on (see viommu_kick(); off by default), to show what
-# it costs and saves.
+# it costs and saves. ours-pt is our driver in page-table mode, behind the
+# patched QEMU's device that walks the guest's tables, and ours-pt-map the
+# same kernel and device in MAP/UNMAP mode (virtio_iommu.map_unmap=1): the
+# two modes on one device.
 BENCH_DRIVERS = {"6.12": ("x86_64-stock", ""), "ours": ("x86_64", ""),
-                 "ours-combined": ("x86_64", COMBINE_ON)}
+                 "ours-combined": ("x86_64", COMBINE_ON),
+                 "ours-pt": ("x86_64", ""),
+                 "ours-pt-map": ("x86_64", " virtio_iommu.map_unmap=1")}
+# The machine of the rows whose device is not QEMU's own virtio-iommu
+BENCH_MACHINES = {"ours-pt": "q35-virtio-iommu-pt", "ours-pt-map": "q35-virtio-iommu-pt"}
 
 
 def _bench(driver: str, mode: str) -> Scenario:
@@ -381,14 +445,16 @@ def _bench(driver: str, mode: str) -> Scenario:
     kernel, extra = BENCH_DRIVERS[driver]
     return _sc(f"bench-viommu-{driver}-{mode}",
                f"DMA map benchmark, {driver} virtio-iommu driver, {mode} domains",
-               "q35-virtio-iommu", kernel, ("dma-bench",),
+               BENCH_MACHINES.get(driver, "q35-virtio-iommu"), kernel, ("dma-bench",),
                devices=("edu",), append=append + extra, env={"TB_BENCH_GROUP": group},
                extra_trace=BENCH_TRACE)
 
 
 # (driver, mode) of each row of build/bench/viommu.json, in table order
 BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("ours-combined", "strict"),
+              ("ours-pt-map", "strict"), ("ours-pt", "strict"),
               ("6.12", "lazy"), ("ours", "lazy"), ("ours-combined", "lazy"),
+              ("ours-pt-map", "lazy"), ("ours-pt", "lazy"),
               ("none", "-"))
 BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}
 

@@ -226,8 +226,25 @@ def test_bench_viommu_counts():
     diags = ["viommu-before: map 1", "viommu-before: kicks 5", "viommu-before: attach 1",
              "viommu-after: map 3", "viommu-after: unmap 2", "viommu-after: attach 1",
              "viommu-after: kicks 8", "viommu-after: domain 1 type=dma-strict maps=2"]
-    assert bench.driver_counts(diags) == {"requests": 4, "kicks": 3}
+    assert bench.driver_counts(diags) == {"requests": 4, "kicks": 3, "invalidates": 0,
+                                          "maps": 2, "pairs": 0}
     assert bench.per_1k(3, 2) == 1500.0
+    # Page-table mode: pairs are the driver's map_pages() calls, requests
+    # its INVALIDATEs; a MAP request there is an error, not a row
+    pt = ["viommu-before: dma_maps 10", "viommu-before: invalidate 4",
+          "viommu-before: kicks 4", "viommu-after: dma_maps 2010",
+          "viommu-after: invalidate 1004", "viommu-after: kicks 1004",
+          "viommu-after: map 0"]
+    row = bench.pt_row({}, "x", pt, Path("log"))
+    assert (row["requests_per_1k_maps"], row["kicks_per_1k_maps"],
+            row["invalidates_per_1k_maps"], row["pairs"]) == (500.0, 500.0, 500.0, 2000)
+    with pytest.raises(Exception):
+        bench.pt_row({}, "x", pt + ["viommu-after: map 1"], Path("log"))
+    for mode in ("strict", "lazy"):
+        on = BENCH_SCENARIOS[f"bench-viommu-ours-pt-{mode}"]
+        off = BENCH_SCENARIOS[f"bench-viommu-ours-pt-map-{mode}"]
+        assert (on.kernel, on.machine) == (off.kernel, off.machine)
+        assert off.append == on.append + " virtio_iommu.map_unmap=1"
     # The benchmark boots are not make check's: they need the x86_64-stock kernel.
     assert not set(BENCH_SCENARIOS) & set(SCENARIOS)
     # The combined rows boot our kernel with kick combining on, and only that;

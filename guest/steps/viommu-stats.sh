@@ -2,6 +2,12 @@
 # The virtio-iommu driver's own counters (debugfs), after the DMA work: what
 # it sent, how it batched, and whether the faults reached the IOMMU core.
 # The host's report reads the "# viommu:" lines.
+# TB_VIOMMU_MODE=table: the DMA domains must be table domains (page-table
+# sharing) in format TB_VIOMMU_FORMAT, by their own debugfs line, not by a
+# module parameter; no MAP or UNMAP sent, INVALIDATEs sent, at most one per
+# unmap (fewer in lazy domains); TB_VIOMMU_INVAL_MAP=1: INVALIDATEs after
+# maps too. Otherwise (MAP/UNMAP mode) no request of page-table sharing may
+# have been sent.
 . /steps/lib.sh
 n=0
 for f in /sys/kernel/debug/virtio-iommu/*/stats; do
@@ -12,8 +18,45 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 		diag "viommu: $dev $line"
 	done < "$f"
 	get() { awk -v k="$1" '$1 == k { print $2 }' "$f"; }
-	check "$dev: MAP and UNMAP requests were sent" \
-		[ "$(get map)" -gt 0 -a "$(get unmap)" -gt 0 ]
+	# Sums of a field over the domain lines that match an ERE
+	dsum() { awk -v re="$2" -v k="$1=" '$1 == "domain" && $0 ~ re {
+		for (i = 2; i <= NF; i++) if (index($i, k) == 1)
+			n += substr($i, length(k) + 1) } END { print n + 0 }' "$f"; }
+	if [ "$TB_VIOMMU_MODE" = table ]; then
+		check "$dev: ATTACH_TABLE negotiated (mode $(get mode))" \
+			[ "$(get mode)" = page-table ]
+		paging=" type=(dma-strict|dma-lazy|unmanaged) endpoints=[1-9]"
+		npaging=$(grep -cE "^domain [0-9]*$paging" "$f")
+		ntable=$(grep -cE "^domain [0-9]*$paging.* mode=table format=$TB_VIOMMU_FORMAT " "$f")
+		check "$dev: the $npaging attached DMA domains are $TB_VIOMMU_FORMAT table domains ($ntable)" \
+			[ "$npaging" -gt 0 -a "$ntable" -eq "$npaging" ]
+		check "$dev: ATTACH_TABLE sent ($(get attach_table)), no MAP ($(get map)) nor UNMAP ($(get unmap))" \
+			[ "$(get attach_table)" -gt 0 -a "$(get map)" -eq 0 -a "$(get unmap)" -eq 0 ]
+		inv=$(dsum invalidates " mode=table ")
+		unm=$(dsum unmaps " mode=table ")
+		diag "viommu: $dev table domains: $unm unmaps, $inv INVALIDATEs, $(dsum invalidates_map " mode=table ") INVALIDATEs after maps; $(get requests_per_1000_maps) requests per 1000 maps"
+		check "$dev: INVALIDATEs sent ($(get invalidate)), at most one per unmap ($inv for $unm)" \
+			[ "$(get invalidate)" -gt 0 -a "$inv" -gt 0 -a "$inv" -le "$unm" ]
+		if [ "$TB_VIOMMU_DOMAIN" = dma-lazy ]; then
+			check "$dev: the flush queue batched: fewer INVALIDATEs than unmaps in lazy domains" \
+				[ "$(dsum invalidates " type=dma-lazy .* mode=table ")" -lt \
+				  "$(dsum unmaps " type=dma-lazy .* mode=table ")" ]
+		fi
+		if [ "$TB_VIOMMU_INVAL_MAP" = 1 ]; then
+			check "$dev: INVALIDATEs after maps (the device asked for them)" \
+				[ "$(dsum invalidates_map " mode=table ")" -gt 0 ]
+		else
+			check "$dev: no INVALIDATE after maps (the device did not ask)" \
+				[ "$(dsum invalidates_map " mode=table ")" -eq 0 ]
+		fi
+	else
+		check "$dev: MAP and UNMAP requests were sent" \
+			[ "$(get map)" -gt 0 -a "$(get unmap)" -gt 0 ]
+		no_table() { [ "$(get attach_table)" -eq 0 ] && [ "$(get invalidate)" -eq 0 ] &&
+			! grep -q " mode=table " "$f"; }
+		check "$dev: MAP/UNMAP mode: no ATTACH_TABLE, no INVALIDATE, no table domain" \
+			no_table
+	fi
 	check "$dev: no request failed" [ "$(get errors)" -eq 0 ]
 	# VIRTIO_RING_F_INDIRECT_DESC (bit 28) refused: with it, the ring
 	# would allocate an indirect table for every request
@@ -24,7 +67,8 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	# Every request queued was notified: none is left waiting for a
 	# kick that never comes. A lazy domain's flush queue may still hold
 	# a batch for up to its timeout (10 ms): look again after it.
-	sent() { echo $(($(get attach) + $(get detach) + $(get map) + $(get unmap) + $(get probe))); }
+	sent() { echo $(($(get attach) + $(get detach) + $(get map) + $(get unmap) + $(get probe) + \
+		$(get attach_table) + $(get invalidate))); }
 	[ "$(get kicked_requests)" -eq "$(sent)" ] || sleep 1
 	kicked=$(get kicked_requests)
 	queued=$(sent)
