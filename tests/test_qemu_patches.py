@@ -289,6 +289,7 @@ STATUSES = {
     "endpoint already in the domain": ([_at()], _at(), qt.S_OK),
     "MAP on a table domain": ([_at()], qt.map_req(1, 0, 0xfff, 0x1000), qt.S_INVAL),
     "UNMAP on a table domain": ([_at()], qt.unmap_req(1, 0, 0xfff), qt.S_INVAL),
+    "ATTACH to a table domain": ([_at()], qt.attach(1, EP2), qt.S_INVAL),
     "invalidate domain": ([_at()], qt.invalidate(1), qt.S_OK),
     "invalidate range, leaf": ([_at()], qt.invalidate(1, qt.INVAL_S_RANGE, 0x1000,
                                                       0x1fff, qt.INVAL_F_LEAF), qt.S_OK),
@@ -531,7 +532,7 @@ def test_random_tables_fault_or_translate(rig_factory, walk, seed):
 
 def test_refused_attach_table_changes_nothing(rig_factory):
     """An ATTACH_TABLE refused (here a misaligned root, then a MAP domain's
-    ID) leaves the endpoint where it was: in its table domain, translating
+    ID), or an ATTACH naming its table domain, leaves the endpoint where it was: in its table domain, translating
     by that table; then in its MAP domain, translating by its MAPs."""
     r, t = _table_rig(rig_factory, "q35-vtd-4level")
     t.map(IOVA, r.data(0), write=False)
@@ -540,6 +541,11 @@ def test_refused_attach_table_changes_nothing(rig_factory):
     assert r.v.status(qt.attach_table(2, EDU_EP, qt.PGTF_VTD_SL, t.root + 8, 48)) == qt.S_RANGE
     r.copy(IOVA, IOVA + 0x1000, 10)
     assert r.q.read(r.data(1), 10) == b"still here"
+    # Nor does an ATTACH naming the table domain move it anywhere
+    r.q.write(r.data(0), b"still there")
+    assert r.v.status(qt.attach(1, EDU_EP)) == qt.S_INVAL
+    r.copy(IOVA, IOVA + 0x1000, 11)
+    assert r.q.read(r.data(1), 11) == b"still there"
 
     assert r.v.status(qt.attach(3, EDU_EP)) == qt.S_OK
     assert r.v.status(qt.map_req(3, IOVA, IOVA + 0xfff, r.data(2), 1)) == qt.S_OK
