@@ -47,6 +47,9 @@ CONFIGURE = [f"--target-list={','.join(TARGETS)}", "--without-default-features",
              "--without-default-devices", "--enable-fdt=system", "--enable-slirp",
              "--enable-tcg", "--disable-docs", "--disable-werror",
              "--disable-install-blobs",
+             # vhost-net, and virtio-iommu's vhost back end (/dev/vhost-iommu),
+             # for the nested test bed's L1 (testbed/nested.py)
+             "--enable-vhost-kernel", "--enable-vhost-net",
              *(f"--with-devices-{t.split('-')[0]}={DEVICES_NAME}" for t in TARGETS)]
 # configure writes the compiler into meson's cross file, so meson would not
 # add ccache by itself: a rebuild after a reconfigure then hits the cache.

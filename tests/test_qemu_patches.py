@@ -2,6 +2,7 @@
 """Our QEMU patches (qemu/patches): signed off, explained, and clean by
 QEMU's own checkpatch.pl, from the source tree `make qemu` patched."""
 
+import os
 import struct
 import subprocess
 
@@ -75,6 +76,58 @@ def test_virtio_iommu_bad_configuration_is_refused(props):
         text=True, capture_output=True, timeout=60)
     assert res.returncode != 0
     assert BAD_CONFIGS[props] in res.stderr
+
+
+
+def _q35_with(device, **kw):
+    qemu = qemu_build.binary("qemu-system-x86_64")
+    assert qemu.exists(), "make qemu"
+    return subprocess.run(
+        [qemu, *qemu_build.firmware_args(), "-machine", "q35", "-accel", "tcg",
+         "-nodefaults", "-display", "none", "-monitor", "none", "-S",
+         "-device", device],
+        text=True, capture_output=True, timeout=60, **kw)
+
+
+# virtio-iommu's vhost back end (qemu/patches 0018-0020). The host here has
+# no /dev/vhost-iommu: the back end serving a guest is tested in the nested
+# test bed (testbed/nested.py); here, that realize refuses every file that
+# is not a vhost-iommu instead of offering a device nobody serves.
+def test_virtio_iommu_vhost_without_the_kernel_device_is_refused():
+    """vhost=on with no /dev/vhost-iommu: realize fails and says what to load."""
+    if os.path.exists("/dev/vhost-iommu"):
+        pytest.skip("this host has /dev/vhost-iommu")
+    res = _q35_with("virtio-iommu-pci,vhost=on")
+    assert res.returncode != 0
+    assert "cannot open /dev/vhost-iommu (modprobe vhost_iommu)" in res.stderr
+
+
+def test_virtio_iommu_vhostfd_not_a_vhost_device_is_refused():
+    """vhostfd= a file that is no vhost device (/dev/null): the first vhost
+    call fails realize."""
+    with open("/dev/null") as f:
+        res = _q35_with(f"virtio-iommu-pci,vhost=on,vhostfd={f.fileno()}",
+                        pass_fds=(f.fileno(),))
+    assert res.returncode != 0
+    assert "vhost_set_owner failed" in res.stderr
+
+
+def test_virtio_iommu_vhostfd_not_a_number_is_refused():
+    res = _q35_with("virtio-iommu-pci,vhost=on,vhostfd=nofd")
+    assert res.returncode != 0
+    assert "unable to parse vhostfd" in res.stderr
+
+
+def test_virtio_iommu_without_vhost_still_realizes():
+    """vhost=off (the default) is the userspace device, as before: QEMU
+    starts (paused) and quits on its monitor's command."""
+    qemu = qemu_build.binary("qemu-system-x86_64")
+    res = subprocess.run(
+        [qemu, *qemu_build.firmware_args(), "-machine", "q35", "-accel", "tcg",
+         "-nodefaults", "-display", "none", "-monitor", "stdio", "-S",
+         "-device", "virtio-iommu-pci,vhost=off"],
+        input="quit\n", text=True, capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
 
 
 # Page-table sharing (qemu/patches 0009-0017), checked request by request on
