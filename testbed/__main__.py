@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("targets", nargs="*")
     p = sub.add_parser("boot", help="boot one scenario and print its results")
     p.add_argument("scenario")
+    p = sub.add_parser("nested", help="boot one nested scenario (L1 runs L2)")
+    p.add_argument("scenario")
     sub.add_parser("qemu", help="build QEMU with qemu/patches")
     sub.add_parser("scenarios", help="list the boot scenarios")
     p = sub.add_parser("kunit", help="run the kunit suites")
@@ -106,6 +108,15 @@ def main(argv: list[str] | None = None) -> int:
             for sc in SCENARIOS.values():
                 full = " (check-full only)" if sc.full_only else ""
                 print(f"{sc.name:30} {sc.kernel:14} {sc.summary}{full}")
+            from .nested import NESTED
+            for n in NESTED.values():
+                full = " (check-full only)" if n.full_only else ""
+                print(f"{n.name:30} {'x86_64':14} nested: {n.doc}{full}")
+        elif args.cmd == "nested":
+            from . import nested
+            result = nested.run(args.scenario)
+            print(result.summary())
+            return 0 if result.ok else 1
         elif args.cmd == "boot":
             from . import boot
             result = boot.run_scenario(args.scenario)

@@ -62,19 +62,27 @@ class Result:
     def summary(self) -> str:
         lines = [f"{self.scenario.name}: {'PASS' if self.ok else 'FAIL'} "
                  f"({self.seconds:.0f} s, log {self.log})"]
-        for name in self.scenario.steps:
-            step = self.console.steps.get(name)
-            if not step:
-                lines.append(f"  {name}: did not run")
-                continue
-            verdict = "ok" if step.ok else f"FAIL (exit {step.exit_status})"
-            lines.append(f"  {name}: {verdict}")
-            for c in step.cases:
-                lines.append(f"    {c.status:4} {c.name} {c.detail}".rstrip())
+        lines += step_lines(self.console, self.scenario.steps)
         for c in self.host_checks:
             lines.append(f"  host: {c.status:4} {c.name}")
         lines += [f"  problem: {p}" for p in self.problems()]
         return "\n".join(lines)
+
+
+def step_lines(console: Console, names, prefix: str = "") -> list[str]:
+    """A summary's lines for steps @names of @console: each step's verdict
+    and its cases (@prefix before each step's name)."""
+    lines = []
+    for name in names:
+        step = console.steps.get(name)
+        if not step:
+            lines.append(f"  {prefix}{name}: did not run")
+            continue
+        verdict = "ok" if step.ok else f"FAIL (exit {step.exit_status})"
+        lines.append(f"  {prefix}{name}: {verdict}")
+        for c in step.cases:
+            lines.append(f"    {c.status:4} {c.name} {c.detail}".rstrip())
+    return lines
 
 
 class _Blobs(http.server.BaseHTTPRequestHandler):
@@ -163,18 +171,7 @@ def run_scenario(name: str | Scenario) -> Result:
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
 
-    t0 = time.monotonic()
-    timed_out = False
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=open(work / "qemu.out", "wb"),
-                            stderr=subprocess.STDOUT)
-    try:
-        proc.wait(timeout=sc.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        proc.kill()
-        proc.wait()
-    seconds = time.monotonic() - t0
+    seconds, timed_out = run_qemu(cmd, work, sc.timeout_s)
     if server:
         server.shutdown()
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -192,6 +189,23 @@ def run_scenario(name: str | Scenario) -> Result:
     if "mmio-msi" in sc.steps and sc.env.get("TB_MMIO_MSI") == "1":
         result.host_checks += mmio_msi_checks(result.trace_log)
     return result
+
+
+def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
+    """Run QEMU, its output in @work/qemu.out, killed after @timeout_s:
+    the seconds it ran, and whether it was killed."""
+    t0 = time.monotonic()
+    timed_out = False
+    with open(work / "qemu.out", "wb") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            proc.wait()
+    return time.monotonic() - t0, timed_out
 
 
 def kernel_append(sc: Scenario) -> str:

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0
+# The nested test bed's L1 step (testbed/nested.py): this guest runs our
+# host kernel; it loads vhost-iommu and vhost-net, puts a tap and an HTTP
+# server where the L2 guest's NIC test looks for its host (10.0.2.2), and
+# runs our QEMU (TCG) for an L2 guest behind a virtio-iommu, served by
+# /dev/vhost-iommu (TB_L2_VHOST=1) or by QEMU (the reference). L2's console
+# is copied here with an "L2: " prefix, for the host to judge its steps.
+. /steps/lib.sh
+for m in vhost_iommu vhost_net tun; do
+	modprobe "$m" 2>/dev/null
+done
+if [ "$TB_L2_VHOST" = 1 ]; then
+	check "/dev/vhost-iommu exists (modprobe vhost_iommu)" [ -c /dev/vhost-iommu ]
+fi
+check "/dev/vhost-net exists (modprobe vhost_net)" [ -c /dev/vhost-net ]
+mkdir -p /dev/net
+[ -c /dev/net/tun ] || mknod /dev/net/tun c 10 200
+ip link set lo up
+check "tap0 created" tunctl -t tap0
+ip link set tap0 up
+ip addr add 10.0.2.2/24 dev tap0
+nc -ll -p "$TB_HTTP_PORT" -e /l2/http.sh &
+httpd=$!
+
+# With -no-reboot a reset would end QEMU: the reset variant goes without
+noreboot=-no-reboot
+[ -n "$TB_L2_RESET_AFTER" ] && noreboot=
+t0=$(date +%s)
+# -serial stdio: each line of L2's console reaches us as it is printed, so
+# that the time L2 reached its /init is known here; QEMU's stderr comes in
+# the same stream, its lines in order with the console's.
+# shellcheck disable=SC2086
+timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
+	-L /usr/share/seabios -machine q35 -accel tcg -cpu max -smp 1 \
+	-m "$TB_L2_MEM_MB" -nodefaults -display none \
+	$noreboot -serial stdio \
+	-kernel /l2/bzImage -initrd /l2/initrd.cpio \
+	-append "console=ttyS0 panic=-1 $TB_L2_APPEND" \
+	-device "$TB_L2_IOMMU" \
+	-drive file=/l2/disk.img,if=none,id=disk0,format=raw,cache=unsafe \
+	-device virtio-blk-pci,drive=disk0,disable-legacy=on,iommu_platform=on \
+	-netdev tap,id=net0,ifname=tap0,script=no,downscript=no,vhost=on \
+	-device virtio-net-pci,netdev=net0,romfile=,disable-legacy=on,iommu_platform=on \
+	-device edu \
+	-trace enable=virtio_iommu_attach -trace enable=virtio_iommu_map \
+	-trace "enable=virtio_iommu_vhost_*" -D /tmp/l2.trace \
+	-monitor tcp:127.0.0.1:4444,server=on,wait=off \
+	< /dev/null 2>&1 | while IFS= read -r line; do
+		case "$line" in
+		TB-BOOTED*) echo "L2-TIME booted $(($(date +%s) - t0))" ;;
+		# TB_L2_RESET_AFTER=<step>: once that step ended, reset L2
+		# (a guest reboot: every device reset under the kernel
+		# device's endpoints and vhost-net's binding); it boots and
+		# runs its steps again
+		"TB-END $TB_L2_RESET_AFTER "*)
+			if [ -n "$TB_L2_RESET_AFTER" ] && [ ! -e /tmp/l2.reset ]; then
+				touch /tmp/l2.reset
+				echo "L2-TIME reset $(($(date +%s) - t0))"
+				echo system_reset | nc 127.0.0.1 4444 > /dev/null &
+			fi
+			;;
+		# QEMU's stderr, in order with L2's console
+		qemu-system-x86_64:*)
+			echo "$line" >> /tmp/l2.err
+			echo "L2-QEMU $(($(date +%s) - t0)) s: $line"
+			continue
+			;;
+		esac
+		echo "L2: $line"
+		echo "$line" >> /tmp/l2.log
+	done
+echo "L2-TIME done $(($(date +%s) - t0))"
+kill "$httpd" 2>/dev/null
+while read -r line; do
+	diag "l2-qemu: $line"
+done < /tmp/l2.err
+check "L2 powered off after its steps" grep -q '^TB-DONE' /tmp/l2.log
+# QEMU's device logs the edu test's faults ("no mapping"); nothing else
+# may come: no vhost-net fallback to userspace, no vring error
+check "QEMU reported no error (no vhost fallback, no vring error)" \
+	[ -z "$(grep -v 'virtio_iommu_translate no mapping for' /tmp/l2.err)" ]
+# The disk's write region holds what L2 said it wrote
+want=$(sed -n 's/^# disk-write-sha256 //p' /tmp/l2.log | tr -d '\r' | tail -n 1)
+got=$(dd if=/l2/disk.img bs=1M skip="$TB_DISK_READ_MB" \
+	count="$TB_DISK_WRITE_MB" 2>/dev/null | sha256sum | cut -d' ' -f1)
+check "L2's disk image holds the data it wrote" [ -n "$want" -a "$got" = "$want" ]
+check "L1's server got L2's upload" [ -s /tmp/sink.log ]
+# Who served the requests: QEMU's trace of its userspace device
+attach=$(grep -c 'virtio_iommu_attach ' /tmp/l2.trace)
+maps=$(grep -c 'virtio_iommu_map ' /tmp/l2.trace)
+eps=$(grep -c 'virtio_iommu_vhost_endpoint .*added=1' /tmp/l2.trace)
+tr=$(grep -c 'virtio_iommu_vhost_translate ' /tmp/l2.trace)
+dels=$(grep -c 'virtio_iommu_vhost_endpoint .*added=0' /tmp/l2.trace)
+diag "qemu-trace: attach=$attach map=$maps vhost-endpoints=$eps deleted=$dels vhost-translate=$tr"
+if [ "$TB_L2_VHOST" = 1 ]; then
+	check "QEMU served no request (the kernel device did)" \
+		[ "$attach" -eq 0 -a "$maps" -eq 0 ]
+	check "QEMU registered the endpoints with the kernel device" [ "$eps" -ge 3 ]
+	check "emulated devices' DMA was translated by the kernel device" \
+		[ "$tr" -gt 0 ]
+	if [ -n "$TB_L2_RESET_AFTER" ]; then
+		check "L2 was reset and booted again" \
+			[ "$(grep -c '^TB-BOOTED' /tmp/l2.log)" -eq 2 ]
+		# The reset deleted the endpoints, the second boot added them
+		# again (an ADD of one left behind fails: QEMU's stderr): two
+		# boots of four endpoints (the trace shows two starts of the
+		# device a boot), every one deleted again
+		check "the reset deleted every endpoint, the boot added them again" \
+			[ "$eps" -ge 8 -a "$eps" -eq "$dels" ]
+	fi
+else
+	check "QEMU's device served ATTACH and MAP" [ "$attach" -gt 0 -a "$maps" -gt 0 ]
+fi
+# QEMU closed its files: nothing L2 left behind (a domain, a binding, an
+# endpoint) may still hold the modules
+check "vhost_net unloads once QEMU is gone" rmmod vhost_net
+if [ "$TB_L2_VHOST" = 1 ]; then
+	check "vhost_iommu unloads once QEMU is gone" rmmod vhost_iommu
+fi
+plan

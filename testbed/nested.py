@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The nested test bed: vhost-iommu serving a real guest.
+
+An L1 guest (TCG) boots our x86_64 kernel as the host kernel, with an
+initramfs that carries our patched qemu-system-x86_64 (its shared libraries
+found with ldd, the firmware it loads) and an L2 kernel and initramfs. L1's
+step (guest/nested/nested-l2.sh) loads vhost_iommu and vhost_net, sets up a
+tap with an HTTP server behind it, and runs QEMU (TCG) for the L2 guest
+behind a virtio-iommu-pci: vhost=on (served by /dev/vhost-iommu in L1's
+kernel, virtio-net's vhost-net bound to its endpoint, virtio-blk and edu
+translated through the kernel device) or QEMU's own device (the reference,
+vhost-net through QEMU's device IOTLB). L2 runs the single-level virtio-iommu
+scenario's steps (disk, NIC, VFIO edu and its fault, the driver's counters);
+its console comes back inside L1's with an "L2: " prefix, judged here as a
+console of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import boot, initramfs, paths, qemu, qemu_build
+from .cpio import Archive
+from .kernel import TARGETS
+from .ktap import Console, parse_console
+from .scenarios import FAULT_PATTERNS, SCENARIOS
+from .shell import StepError
+
+NESTED_DIR = paths.GUEST / "nested"
+HTTP_PORT = 8080
+# L2 runs the single-level virtio-iommu scenario's steps
+L2_TEMPLATE = "x86_64-virtio-iommu"
+# Debian's firmware our QEMU loads for a q35 guest booted with -kernel
+FIRMWARE = ("/usr/share/seabios/bios-256k.bin",
+            "/usr/share/qemu/linuxboot_dma.bin",
+            "/usr/share/qemu/kvmvapic.bin")
+
+
+@dataclass(frozen=True)
+class Nested:
+    """One nested scenario: the L2 guest's IOMMU, served where."""
+    name: str
+    doc: str
+    iommu: str                      # L2's -device for the IOMMU
+    vhost: bool                     # served by /dev/vhost-iommu
+    l2_steps: tuple[str, ...] = ("iommu-info", "blk", "net", "vfio-edu",
+                                 "viommu-stats")
+    timeout_s: int = 1500           # the whole L1 boot
+    l2_timeout_s: int = 1200
+    l1_mem_mb: int = 2048
+    l2_mem_mb: int = 512
+    full_only: bool = False         # `make check-full` only (CI's time)
+    reset_after: str = ""           # reset L2 once this step ended
+    template: str = L2_TEMPLATE     # the scenario whose env and append L2 takes
+
+
+NESTED = {n.name: n for n in (
+    Nested("x86_64-nested-vhost-iommu",
+           "L1 runs our kernel and QEMU; L2 behind virtio-iommu-pci,vhost=on "
+           "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
+           "and edu translated by the kernel device",
+           "virtio-iommu-pci,vhost=on", True),
+    Nested("x86_64-nested-vhost-iommu-reset",
+           "the vhost=on scenario with L2 reset after its net step (a guest "
+           "reboot): the endpoints go and come back, vhost-net binds again, "
+           "the steps pass a second time",
+           "virtio-iommu-pci,vhost=on", True, reset_after="net",
+           full_only=True),
+    Nested("x86_64-nested-vhost-iommu-pt",
+           "the vhost=on scenario in page-table mode (attach-table=on): L2's "
+           "driver attaches VT-d second-stage tables that L1's kernel walks, "
+           "for vhost-net's misses and the emulated devices' translations",
+           "virtio-iommu-pci,vhost=on,attach-table=on", True,
+           template="x86_64-virtio-iommu-pt", full_only=True),
+    Nested("x86_64-nested-viommu",
+           "the reference: the same L2 behind QEMU's own virtio-iommu, "
+           "vhost-net through QEMU's device IOTLB",
+           # QEMU's device is what the single-level scenarios test already
+           "virtio-iommu-pci", False, full_only=True),
+)}
+
+
+def selected(full: bool | None = None) -> dict[str, Nested]:
+    """The nested scenarios a run boots: all for `make check-full`
+    (TB_FULL=1), else those not marked full_only."""
+    if full is None:
+        full = os.environ.get("TB_FULL", "") not in ("", "0")
+    return {k: n for k, n in NESTED.items() if full or not n.full_only}
+
+
+@dataclass
+class NestedResult:
+    nested: Nested
+    l1: Console
+    l2: Console
+    log: Path
+    seconds: float
+    timed_out: bool
+    times: dict[str, int] = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.timed_out:
+            out.append(f"timed out after {self.nested.timeout_s} s")
+        for level, con in (("L1", self.l1), ("L2", self.l2)):
+            if not con.booted:
+                out.append(f"{level} never reached /init")
+            elif not con.done:
+                out.append(f"{level} did not finish its steps")
+            out += [f"{level} kernel report: {r}" for r in con.reports[:5]]
+        return out
+
+    @property
+    def ok(self) -> bool:
+        steps = [self.l1.steps.get("nested-l2")]
+        steps += [self.l2.steps.get(s) for s in self.nested.l2_steps]
+        return not self.problems() and all(s and s.ok for s in steps)
+
+    def summary(self) -> str:
+        t = ", ".join(f"L2 {k} after {v} s" for k, v in self.times.items())
+        lines = [f"{self.nested.name}: {'PASS' if self.ok else 'FAIL'} "
+                 f"({self.seconds:.0f} s; {t}; log {self.log})"]
+        lines += boot.step_lines(self.l1, ("nested-l2",), "L1 ")
+        lines += boot.step_lines(self.l2, self.nested.l2_steps, "L2 ")
+        lines += [f"  problem: {p}" for p in self.problems()]
+        return "\n".join(lines)
+
+
+def _libraries(exe: Path) -> list[Path]:
+    """The shared libraries @exe loads, the dynamic loader included."""
+    out = subprocess.run(["ldd", str(exe)], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    libs = []
+    for line in out.splitlines():
+        m = re.search(r"(/\S+) \(0x", line)
+        if m:
+            libs.append(Path(m.group(1)))
+    return libs
+
+
+def _add_file(arc: Archive, src: Path, dest: str, mode: int = 0o644) -> None:
+    """@src (symlinks followed) at @dest, with its parent directories."""
+    parts = dest.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        arc.dir("/".join(parts[:i]))
+    arc.file(dest, src.resolve().read_bytes(), mode)
+
+
+def l2_env(template: str, sc_env: dict[str, str]) -> dict[str, str]:
+    """The L2 guest's /etc/tb.env: the template scenario's, with the
+    disk and the server L1 provides."""
+    tmpl = SCENARIOS[template]
+    env = {"TB_STEPS": "", **tmpl.env, "TB_EXPECT_IOMMU": "1",
+           "TB_FAULT_PATTERN": FAULT_PATTERNS[tmpl.fault], **sc_env}
+    return env
+
+
+def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
+    """L1's initramfs, and its environment (the step's inputs)."""
+    target = TARGETS["x86_64"]
+    tmpl = SCENARIOS[n.template]
+    disk_data = boot._pattern(1, boot.DISK_READ_MB)
+    blob = boot._pattern(2, boot.NET_DOWN_MB)
+    l2 = l2_env(n.template, {
+        "TB_STEPS": " ".join(n.l2_steps),
+        "TB_DISK_SHA256": hashlib.sha256(disk_data).hexdigest(),
+        "TB_DISK_READ_MB": str(boot.DISK_READ_MB),
+        "TB_DISK_WRITE_MB": str(boot.DISK_WRITE_MB),
+        "TB_DISK_SCRATCH_OFF_MB": str(boot.DISK_READ_MB + boot.DISK_WRITE_MB),
+        "TB_DISK_SCRATCH_MB": str(boot.DISK_SCRATCH_MB),
+        "TB_HTTP_PORT": str(HTTP_PORT),
+        "TB_NET_SHA256": hashlib.sha256(blob).hexdigest(),
+        "TB_NET_UP_MB": str(boot.NET_UP_MB),
+    })
+    base = paths.IMAGES / target.name / "base.cpio"
+    if not base.exists():
+        initramfs.base_image(target.name)
+    l2_initrd = initramfs.scenario_image(base, l2, work / "l2-initrd.cpio")
+
+    exe = qemu_build.binary("qemu-system-x86_64")
+    if not exe.exists():
+        raise StepError("the nested bed needs our patched QEMU: make qemu")
+    arc = Archive()
+    _add_file(arc, exe, "usr/bin/qemu-system-x86_64", 0o755)
+    for lib in _libraries(exe):
+        _add_file(arc, lib, str(lib).lstrip("/"), 0o755)
+    for fw in FIRMWARE:
+        _add_file(arc, Path(fw), fw.lstrip("/"))
+    arc.dir("l2")
+    arc.file("l2/bzImage", target.image_path.read_bytes())
+    arc.file("l2/initrd.cpio", l2_initrd.read_bytes())
+    disk = disk_data + bytes((boot.DISK_WRITE_MB + boot.DISK_SCRATCH_MB) << 20)
+    arc.file("l2/disk.img", disk)
+    arc.file("l2/blob", blob)
+    arc.file("l2/http.sh", (NESTED_DIR / "http.sh").read_bytes(), 0o755)
+    arc.file("steps/nested-l2.sh", (NESTED_DIR / "nested-l2.sh").read_bytes(),
+             0o755)
+    env = {
+        "TB_STEPS": "nested-l2",
+        "TB_L2_IOMMU": n.iommu,
+        "TB_L2_VHOST": "1" if n.vhost else "0",
+        "TB_L2_APPEND": tmpl.append,
+        "TB_L2_MEM_MB": str(n.l2_mem_mb),
+        "TB_L2_TIMEOUT": str(n.l2_timeout_s),
+        "TB_L2_RESET_AFTER": n.reset_after,
+        "TB_HTTP_PORT": str(HTTP_PORT),
+        "TB_DISK_READ_MB": str(boot.DISK_READ_MB),
+        "TB_DISK_WRITE_MB": str(boot.DISK_WRITE_MB),
+    }
+    extra = work / "l1-extra.cpio"
+    extra.write_bytes(arc.bytes())
+    # base + our files + /etc/tb.env: later archives add to earlier ones
+    both = work / "l1-base.cpio"
+    both.write_bytes(base.read_bytes() + extra.read_bytes())
+    initrd = initramfs.scenario_image(both, env, work / "l1-initrd.cpio")
+    return initrd, env
+
+
+def l2_console(l1_text: str) -> tuple[str, dict[str, int]]:
+    """L2's console out of L1's, and the L2-TIME marks (seconds from the
+    start of L2's QEMU)."""
+    lines, times = [], {}
+    for line in l1_text.splitlines():
+        m = re.search(r"L2-TIME (\w+) (\d+)", line)
+        if m:
+            times[m.group(1)] = int(m.group(2))
+            continue
+        i = line.find("L2: ")
+        if i >= 0:
+            lines.append(line[i + 4:])
+    return "\n".join(lines) + "\n", times
+
+
+def run(name: str) -> NestedResult:
+    """Boot nested scenario @name."""
+    if name not in NESTED:
+        raise StepError(f"unknown nested scenario {name!r}: {', '.join(NESTED)}")
+    n = NESTED[name]
+    target = TARGETS["x86_64"]
+    if not target.image_path.exists():
+        raise StepError("kernel x86_64 is not built: make kernel-x86_64")
+    work = paths.IMAGES / "scenarios" / name
+    work.mkdir(parents=True, exist_ok=True)
+    log = paths.LOGS / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)
+    initrd, _ = build_l1_image(n, work)
+    machine = qemu.MACHINES["q35"]
+    guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append="",
+                       console_log=log, memory_mb=n.l1_mem_mb)
+    cmd = qemu.command(machine, guest)
+    (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
+    seconds, timed_out = boot.run_qemu(cmd, work, n.timeout_s)
+    text = log.read_text(errors="replace") if log.exists() else ""
+    l2_text, times = l2_console(text)
+    (paths.LOGS / f"{name}.l2.log").write_text(l2_text)
+    # L1's own console without L2's lines: L2's steps are judged in their own
+    l1_text = "\n".join(line for line in text.splitlines() if "L2: " not in line)
+    return NestedResult(n, parse_console(l1_text), parse_console(l2_text), log,
+                        seconds, timed_out, times)
+
