@@ -266,6 +266,11 @@ class VirtioIommu:
         self.req.last_used = used
         return self.q.read(inb, answer)
 
+    def used_len(self) -> int:
+        """The used length of the last request answered."""
+        slot = (self.req.last_used - 1) % QSIZE
+        return self.q.readn(self.req.used + 4 + 8 * slot + 4, 4)
+
     def status(self, req: bytes) -> int:
         return self.request(req)[0]
 

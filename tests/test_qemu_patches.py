@@ -608,3 +608,62 @@ def test_refused_attach_table_changes_nothing(rig_factory):
     r.copy(IOVA, IOVA + 0x1000, 10)
     assert r.q.read(r.data(3), 10) == b"map domain"
     assert r.v.faults() == []
+
+
+def _probe(ep=EDU_EP):
+    return struct.pack("<B3xI64x", qt.T_PROBE, ep)
+
+
+@pytest.mark.parametrize("room", [4, 8, 12, 256])
+def test_probe_buffer_below_probe_size_is_inval(rig_factory, room):
+    """A PROBE whose properties are shorter than probe_size (QEMU aborted
+    on an assertion): INVAL in the last 4 bytes, zeroes before them, no
+    property, the whole writable part used (as vhost-iommu answers)."""
+    r = rig_factory("q35")
+    ans = r.v.request(_probe(), room)
+    assert room < r.v.probe_size + 4
+    assert ans == bytes(room - 4) + bytes([qt.S_INVAL, 0, 0, 0])
+    assert r.v.used_len() == room
+    assert qt.PROBE_T_PAGE_TABLE_FMT in [t for t, _ in r.v.probe(EDU_EP)]
+
+
+# Each request, complete and valid on a q35 with attach-table=on
+WHOLE = {
+    "attach": qt.attach(1, EDU_EP),
+    "detach": struct.pack("<B3xII8x", qt.T_DETACH, 1, EDU_EP),
+    "map": qt.map_req(1, 0, 0xfff, 0x1000),
+    "unmap": qt.unmap_req(1, 0, 0xfff),
+    "attach_table": _at(),
+    "invalidate": qt.invalidate(1),
+    "probe": _probe(),
+}
+
+
+@pytest.mark.parametrize("cut", [1, "head"])
+@pytest.mark.parametrize("kind", WHOLE)
+def test_readable_part_shorter_than_the_request_is_inval(rig_factory, kind, cut):
+    """A readable part that stops before the request's end, by a byte or
+    right after the head: INVAL, and the queue goes on."""
+    r = rig_factory("q35")
+    req = WHOLE[kind]
+    short = req[:4] if cut == "head" else req[:-cut]
+    room = r.v.probe_size + 4 if kind == "probe" else 4
+    assert r.v.request(short, room)[-4] == qt.S_INVAL
+    assert r.v.status(qt.attach(2, EDU_EP)) == qt.S_OK
+
+
+@pytest.mark.parametrize("kind", WHOLE)
+@pytest.mark.parametrize("side", ["writable 3 bytes", "readable 3 bytes"])
+def test_no_room_for_head_or_tail_is_used_len_0(rig_factory, kind, side):
+    """A writable part with no room for the tail, or a readable part with
+    none for the head: the buffer comes back unwritten with used length
+    0, and the queue goes on (QEMU used to mark the device broken)."""
+    r = rig_factory("q35")
+    req = WHOLE[kind]
+    if side.startswith("writable"):
+        ans = r.v.request(req, 3)
+    else:
+        ans = r.v.request(req[:3])
+    assert ans == b"\xff" * len(ans)
+    assert r.v.used_len() == 0
+    assert r.v.status(qt.attach(2, EDU_EP)) == qt.S_OK
