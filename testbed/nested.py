@@ -10,7 +10,8 @@ behind a virtio-iommu-pci: vhost=on (served by /dev/vhost-iommu in L1's
 kernel, virtio-net's vhost-net bound to its endpoint, virtio-blk and edu
 translated through the kernel device) or QEMU's own device (the reference,
 vhost-net through QEMU's device IOTLB). L2 runs the single-level virtio-iommu
-scenario's steps (disk, NIC, VFIO edu and its fault, the driver's counters);
+scenario's steps (disk, NIC, VFIO edu and its fault, the driver's counters)
+and, last, the driver unbound under iommufd (viommu-remove);
 its console comes back inside L1's with an "L2: " prefix, judged here as a
 console of its own.
 """
@@ -49,7 +50,7 @@ class Nested:
     iommu: str                      # L2's -device for the IOMMU
     vhost: bool                     # served by /dev/vhost-iommu
     l2_steps: tuple[str, ...] = ("iommu-info", "blk", "net", "vfio-edu",
-                                 "viommu-stats")
+                                 "viommu-stats", "viommu-remove")
     timeout_s: int = 1500           # the whole L1 boot
     l2_timeout_s: int = 1200
     l1_mem_mb: int = 2048
