@@ -20,6 +20,8 @@ COMPILER = {"x86": "gcc", "arm64": "aarch64-linux-gnu-gcc"}
 # the selftest's own Makefile has it).
 PROGRAMS = (
     ("tools/testing/selftests/iommu/vfio_edu_dma.c", "vfio_edu_dma", False),
+    # a guest's stage 1 over a VFIO nesting container (shadowed)
+    ("tools/testing/selftests/iommu/vfio_nested.c", "vfio_nested", False),
     # vhost-iommu: the device, what a guest may cost, vhost-net bound to it,
     # page-table sharing
     ("tools/testing/selftests/iommu/vhost_iommu.c", "vhost_iommu", False),

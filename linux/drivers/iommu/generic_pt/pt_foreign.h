@@ -66,8 +66,13 @@ int PTN(foreign_lookup)(const struct gpt_table *t, u64 root, u64 iova,
 		if (ret)
 			return ret;
 		pte = le64_to_cpu(raw);
-		if (!ptf_present(pte))
+		if (!ptf_present(pte)) {
+			/* The hole: a caller walking a range skips all of it */
+			size = 1ULL << ptf_shift(t, lvl);
+			leaf->iova = iova & ~(size - 1);
+			leaf->size = size;
 			return -ENOENT;
+		}
 		if (pte & ptf_rsvd(t, pte, lvl))
 			return -EBADMSG;
 		if (lvl && ptf_is_table(t, pte, lvl)) {
