@@ -11,6 +11,7 @@
 #include <kunit/test.h>
 #include <linux/generic_pt/foreign.h>
 #include <linux/gfp.h>
+#include <linux/log2.h>
 #include <linux/sizes.h>
 
 #include "../iommu-pages.h"
@@ -97,12 +98,32 @@ static int gft_build(const struct gft_cfg *c, struct gpt_table *t,
 	return ret;
 }
 
+/*
+ * A hole the walk reports holds @iova, is aligned to its size, at least
+ * a granule (exactly one where the last level has a table), and holds
+ * none of the pages mapped: a range walk can skip all of it.
+ */
+static void gft_check_hole(struct kunit *test, const struct gpt_leaf *hole,
+			   u64 iova, const u64 *mapped, unsigned int nr, u64 g)
+{
+	unsigned int i;
+
+	KUNIT_EXPECT_TRUE(test, is_power_of_2(hole->size) && hole->size >= g);
+	KUNIT_EXPECT_EQ(test, hole->iova, iova & ~(hole->size - 1));
+	for (i = 0; i < nr; i++)
+		KUNIT_EXPECT_GE_MSG(test, mapped[i] - hole->iova, hole->size,
+				    "hole at %llx holds %llx", iova, mapped[i]);
+	/* Next to a mapped granule page: the level-0 entry's own size */
+	if (iova == mapped[1] + g)
+		KUNIT_EXPECT_EQ(test, hole->size, g);
+}
+
 /* The foreign walk of the library's table says what gpt_lookup() says */
 static void gft_test_matches_lookup(struct kunit *test)
 {
 	const struct gft_cfg *c = test->param_value;
 	u64 g = 1ULL << c->granule_shift, big = c->large;
-	u64 base = 4 * big, iovas[12];
+	u64 base = 4 * big, iovas[12], mapped[4];
 	struct gpt_foreign_cfg fc;
 	struct gpt_foreign f;
 	struct gpt_table t;
@@ -123,6 +144,10 @@ static void gft_test_matches_lookup(struct kunit *test)
 				      NULL), 0);
 	KUNIT_ASSERT_EQ(test, gpt_foreign_init(&f, &fc, gpt_top_pa(&t)), 0);
 
+	mapped[0] = base;
+	mapped[1] = base + g;
+	mapped[2] = base + 2 * big;
+	mapped[3] = 1ULL << (t.ias - 1);
 	iovas[0] = base;
 	iovas[1] = base + g + 0x18;
 	iovas[2] = base + 2 * g;			/* hole */
@@ -146,6 +171,9 @@ static void gft_test_matches_lookup(struct kunit *test)
 		got = gpt_foreign_lookup(&f, iovas[i], gft_read, &r, &leaf);
 		KUNIT_EXPECT_EQ_MSG(test, got, want, "iova %llx", iovas[i]);
 		KUNIT_EXPECT_LE(test, r.reads, f.levels);
+		if (got == -ENOENT)
+			gft_check_hole(test, &leaf, iovas[i], mapped,
+				       ARRAY_SIZE(mapped), g);
 		if (want || got)
 			continue;
 		KUNIT_EXPECT_EQ(test, leaf.pa + (iovas[i] - leaf.iova), (u64)pa);

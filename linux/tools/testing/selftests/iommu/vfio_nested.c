@@ -13,37 +13,9 @@
  * EDU_FAULT_PATTERN, as for vfio_edu_dma, names the IOMMU driver's log
  * line for a translation fault; empty, the fault tests check memory only.
  */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <regex.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <linux/pci_regs.h>
-#include <linux/vfio.h>
 #include <linux/virtio_iommu.h>
 
-#include "../kselftest_harness.h"
-
-#define EDU_VENDOR	0x1234
-#define EDU_DEVICE	0x11e8
-#define EDU_DMA_SRC	0x80
-#define EDU_DMA_DST	0x88
-#define EDU_DMA_COUNT	0x90
-#define EDU_DMA_CMD	0x98
-#define EDU_CMD_RUN	0x1
-#define EDU_CMD_TO_RAM	0x2
-#define EDU_BUFFER	0x40000
-#define EDU_XFER	2048	/* inside QEMU 7.2's off-by-one at 4 KiB */
-#define EDU_FAULT_XFER	4	/* one access: one rate-limited fault line */
+#include "vfio_edu.h"
 
 #define PG		0x1000UL
 /*
@@ -69,99 +41,6 @@
 #define S1_IAS		39
 
 static char edu_bdf[NAME_MAX + 1];
-
-static int read_hex(const char *dev, const char *file, unsigned int *val)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", dev, file);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	ret = fscanf(f, "%x", val) == 1 ? 0 : -1;
-	fclose(f);
-	return ret;
-}
-
-static int find_edu(void)
-{
-	DIR *dir = opendir("/sys/bus/pci/devices");
-	struct dirent *de;
-
-	while (dir && (de = readdir(dir))) {
-		unsigned int vendor, device;
-
-		if (de->d_name[0] == '.' ||
-		    read_hex(de->d_name, "vendor", &vendor) ||
-		    read_hex(de->d_name, "device", &device))
-			continue;
-		if (vendor == EDU_VENDOR && device == EDU_DEVICE) {
-			snprintf(edu_bdf, sizeof(edu_bdf), "%s", de->d_name);
-			closedir(dir);
-			return 0;
-		}
-	}
-	if (dir)
-		closedir(dir);
-	return -ENODEV;
-}
-
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val));
-	close(fd);
-	return ret < 0 ? -errno : 0;
-}
-
-/* vfio-pci gets the edu unless it has it (vfio_edu_dma may have bound it) */
-static int edu_group(void)
-{
-	char path[PATH_MAX], link[PATH_MAX];
-	ssize_t len;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", edu_bdf);
-	len = readlink(path, link, sizeof(link) - 1);
-	if (len <= 0 || !strstr(link, "/vfio-pci")) {
-		if (len > 0) {
-			snprintf(path, sizeof(path),
-				 "/sys/bus/pci/devices/%s/driver/unbind", edu_bdf);
-			write_str(path, edu_bdf);
-		}
-		snprintf(path, sizeof(path),
-			 "/sys/bus/pci/devices/%s/driver_override", edu_bdf);
-		write_str(path, "vfio-pci");
-		write_str("/sys/bus/pci/drivers_probe", edu_bdf);
-	}
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group",
-		 edu_bdf);
-	len = readlink(path, link, sizeof(link) - 1);
-	if (len <= 0)
-		return -ENOENT;
-	link[len] = '\0';
-	return atoi(strrchr(link, '/') + 1);
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static void fill(uint8_t *buf, size_t len, uint32_t seed)
-{
-	while (len--) {
-		seed = seed * 1103515245 + 12345;
-		*buf++ = seed >> 16;
-	}
-}
 
 FIXTURE(nest) {
 	int container, group, device, group_id, kmsg;
@@ -228,26 +107,6 @@ static int s1_map(struct _test_data_nest *self, uint64_t iova, uint64_t gpa)
 	return s1_set(self, iova, gpa | S1_R | S1_W);
 }
 
-static int map_dma(int container, void *va, uint64_t iova, uint64_t size)
-{
-	struct vfio_iommu_type1_dma_map map = {
-		.argsz = sizeof(map),
-		.flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
-		.vaddr = (uintptr_t)va, .iova = iova, .size = size,
-	};
-
-	return ioctl(container, VFIO_IOMMU_MAP_DMA, &map) ? -errno : 0;
-}
-
-static int unmap_dma(int container, uint64_t iova, uint64_t size)
-{
-	struct vfio_iommu_type1_dma_unmap unmap = {
-		.argsz = sizeof(unmap), .iova = iova, .size = size,
-	};
-
-	return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &unmap) ? -errno : 0;
-}
-
 static struct vfio_iommu_nesting_attach attach_arg(struct _test_data_nest *self)
 {
 	struct vfio_iommu_nesting_attach a = {
@@ -282,101 +141,34 @@ static int invalidate(struct _test_data_nest *self, uint64_t iova, uint64_t size
 	return do_ioctl(self->container, VFIO_IOMMU_NESTING_INVALIDATE, &inv);
 }
 
-static uint32_t rd32(uint8_t *bar, unsigned int off)
-{
-	return __atomic_load_n((uint32_t *)(bar + off), __ATOMIC_RELAXED);
-}
-
-static void wr64(uint8_t *bar, unsigned int off, uint64_t val)
-{
-	__atomic_store_n((uint64_t *)(bar + off), val, __ATOMIC_RELAXED);
-}
-
-static int edu_dma(uint8_t *bar, uint64_t src, uint64_t dst, uint64_t len,
-		   int to_ram)
-{
-	int i;
-
-	wr64(bar, EDU_DMA_SRC, src);
-	wr64(bar, EDU_DMA_DST, dst);
-	wr64(bar, EDU_DMA_COUNT, len);
-	wr64(bar, EDU_DMA_CMD, EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0));
-	for (i = 0; i < 500; i++) {
-		if (!(rd32(bar, EDU_DMA_CMD) & EDU_CMD_RUN))
-			return 0;
-		sleep_ms(10);
-	}
-	return -ETIMEDOUT;
-}
-
 /* Copy @len bytes by DMA from stage-1 IOVA @src to @dst through the edu */
 static int copy(struct _test_data_nest *self, uint64_t src, uint64_t dst,
 		uint64_t len)
 {
-	return edu_dma(self->bar, src, EDU_BUFFER, len, 0) ?:
-	       edu_dma(self->bar, EDU_BUFFER, dst, len, 1);
+	return edu_dma(self->bar, src, EDU_BUFFER, len, false) ?:
+	       edu_dma(self->bar, EDU_BUFFER, dst, len, true);
 }
 
 /*
- * Has the IOMMU driver logged a fault (EDU_FAULT_PATTERN) within 2 s?  1
- * yes, 0 no, -1 when the scenario names no pattern (QEMU 7.2's amd-iommu
- * reports none): the caller checked memory and skips at its end.  Intel's
- * driver logs two lines a fault, ten per five seconds from the first after
- * a pause: fault_window() waits for one, then three faults are all seen.
+ * Has the IOMMU driver logged a fault within 2 s?  1 yes, 0 no, -1 when
+ * the scenario names no EDU_FAULT_PATTERN (QEMU 7.2's amd-iommu reports
+ * none): the caller checked memory and skips at its end.  Intel's driver
+ * logs two lines a fault, ten per five seconds from the first after a
+ * pause: fault_window() waits for one, then three faults are all seen.
  */
 static int fault_logged(int kmsg)
 {
 	const char *pattern = getenv("EDU_FAULT_PATTERN");
-	char rec[1024];
-	regex_t re;
-	int tries;
+	char seen[256];
 
 	if (!pattern || !*pattern)
 		return -1;
-	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))
-		return 0;
-	for (tries = 0; tries < 200; tries++) {
-		ssize_t n = read(kmsg, rec, sizeof(rec) - 1);
-
-		if (n < 0) {
-			if (errno == EAGAIN)
-				sleep_ms(10);
-			else if (errno != EPIPE)
-				break;
-			continue;
-		}
-		rec[n] = '\0';
-		if (!regexec(&re, rec, 0, NULL, 0)) {
-			regfree(&re);
-			return 1;
-		}
-	}
-	regfree(&re);
-	return 0;
+	return fault_reported(kmsg, seen, sizeof(seen));
 }
 
 static void fault_window(void)
 {
 	sleep_ms(5100);
-}
-
-static void open_bar(struct __test_metadata *_metadata,
-		     struct _test_data_nest *self)
-{
-	struct vfio_region_info reg = { .argsz = sizeof(reg) };
-	uint16_t cmd;
-
-	reg.index = VFIO_PCI_BAR0_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	self->bar_size = reg.size;
-	self->bar = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 self->device, reg.offset);
-	ASSERT_NE(MAP_FAILED, self->bar);
-	reg.index = VFIO_PCI_CONFIG_REGION_INDEX;
-	ASSERT_EQ(0, ioctl(self->device, VFIO_DEVICE_GET_REGION_INFO, &reg));
-	ASSERT_EQ(2, pread(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
-	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	ASSERT_EQ(2, pwrite(self->device, &cmd, 2, reg.offset + PCI_COMMAND));
 }
 
 /* A container of @type with the edu's group in it; -errno of SET_IOMMU */
@@ -405,7 +197,8 @@ FIXTURE_SETUP(nest)
 	self->kmsg = -1;
 	if (find_edu())
 		SKIP(return, "no edu device (QEMU -device edu)");
-	self->group_id = edu_group();
+	ASSERT_EQ(0, bind_vfio_pci());
+	self->group_id = edu_iommu_group();
 	ASSERT_LE(0, self->group_id);
 	ASSERT_EQ(0, container_of_type(_metadata, self,
 				       VFIO_TYPE1_NESTING_IOMMU));
@@ -413,7 +206,7 @@ FIXTURE_SETUP(nest)
 			   VFIO_TYPE1_NESTING_IOMMU));
 	self->device = ioctl(self->group, VFIO_GROUP_GET_DEVICE_FD, edu_bdf);
 	ASSERT_LE(0, self->device);
-	open_bar(_metadata, self);
+	open_bar(_metadata, self->device, &self->bar, &self->bar_size);
 
 	self->guest = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -474,17 +267,17 @@ TEST_F(nest, dma_through_stage1)
 	ASSERT_EQ(0, attach(self));
 	memcpy(before, self->guest, GUEST_SIZE);
 
-	ASSERT_EQ(0, copy(self, IOVA_SRC + 8, IOVA_DST + 16, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC + 8, IOVA_DST + 16, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(5)) + 16,
-			    gpa_ptr(self, data_gpa(1)) + 8, EDU_XFER))
+			    gpa_ptr(self, data_gpa(1)) + 8, EDU_MAX_XFER))
 		TH_LOG("the copy did not land in the page stage 1 names");
 	/* Everything but those bytes of page 5 is as it was */
 	memcpy(before + DATA_OFF + 5 * PG + 16,
-	       gpa_ptr(self, data_gpa(5)) + 16, EDU_XFER);
+	       gpa_ptr(self, data_gpa(5)) + 16, EDU_MAX_XFER);
 	ASSERT_EQ(0, memcmp(before, self->guest, GUEST_SIZE));
 
 	/* A copy across the two stage-1 pages: two guest pages, in order */
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST + PG - 1024, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST + PG - 1024, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(5)) + PG - 1024,
 			    gpa_ptr(self, data_gpa(1)), 1024));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(2)),
@@ -503,29 +296,29 @@ TEST_F(nest, invalidate_moves_a_page)
 	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(5)));
 	ASSERT_EQ(0, attach(self));
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(5)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 
 	/* Move IOVA_DST to page 6, by range */
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(6)));
 	ASSERT_EQ(0, invalidate(self, IOVA_DST, PG));
-	fill(gpa_ptr(self, data_gpa(1)), EDU_XFER, 11);
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 11);
 	memcpy(old, gpa_ptr(self, data_gpa(5)), PG);
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(6)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(old, gpa_ptr(self, data_gpa(5)), PG))
 		TH_LOG("the old translation survived INVALIDATE");
 
 	/* And to page 7, invalidating everything */
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(7)));
 	ASSERT_EQ(0, invalidate(self, 0, 0));
-	fill(gpa_ptr(self, data_gpa(1)), EDU_XFER, 12);
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 12);
 	memcpy(old, gpa_ptr(self, data_gpa(6)), PG);
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(7)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(old, gpa_ptr(self, data_gpa(6)), PG));
 
 	/* Cleared and invalidated: the write faults, no page changes */
@@ -595,12 +388,12 @@ TEST_F(nest, unmap_dma_under_stage1)
 	ASSERT_EQ(0, attach(self));
 
 	/* The extra page works while stage 2 maps it... */
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_XFER));
-	ASSERT_EQ(0, memcmp(extra, gpa_ptr(self, data_gpa(1)), EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
+	ASSERT_EQ(0, memcmp(extra, gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 	/* ...and is out of reach once UNMAP_DMA took it away */
 	ASSERT_EQ(0, unmap_dma(self->container, gpa_extra, PG));
 	memcpy(old, extra, PG);
-	fill(gpa_ptr(self, data_gpa(1)), EDU_XFER, 13);
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 13);
 	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_FAULT_XFER));
 	ASSERT_EQ(0, memcmp(old, extra, PG))
 		TH_LOG("DMA reached a page after UNMAP_DMA of its stage 2");
@@ -624,20 +417,20 @@ TEST_F(nest, detach_and_replace)
 	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(8)));
 	ASSERT_EQ(0, attach(self));
-	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_XFER));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(8)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 	ASSERT_NE(0, memcmp(gpa_ptr(self, data_gpa(5)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 
 	ASSERT_EQ(0, do_ioctl(self->container, VFIO_IOMMU_NESTING_DETACH, &d));
 	ASSERT_EQ(-ENOENT,
 		  do_ioctl(self->container, VFIO_IOMMU_NESTING_DETACH, &d));
 	/* Stage 2 alone: guest-physical addresses are the IOVAs again */
-	fill(gpa_ptr(self, data_gpa(1)), EDU_XFER, 14);
-	ASSERT_EQ(0, copy(self, data_gpa(1), data_gpa(9), EDU_XFER));
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 14);
+	ASSERT_EQ(0, copy(self, data_gpa(1), data_gpa(9), EDU_MAX_XFER));
 	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(9)),
-			    gpa_ptr(self, data_gpa(1)), EDU_XFER));
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 	ASSERT_EQ(-ENOENT, invalidate(self, 0, 0));
 }
 
@@ -771,7 +564,8 @@ TEST(not_nesting)
 
 	if (find_edu())
 		SKIP(return, "no edu device (QEMU -device edu)");
-	self->group_id = edu_group();
+	ASSERT_EQ(0, bind_vfio_pci());
+	self->group_id = edu_iommu_group();
 	ASSERT_LE(0, self->group_id);
 	ASSERT_EQ(0, container_of_type(_metadata, self, VFIO_TYPE1v2_IOMMU));
 	a = attach_arg(self);
