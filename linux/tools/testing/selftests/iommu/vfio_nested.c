@@ -481,6 +481,82 @@ TEST_F(nest, hostile_tables)
 	ASSERT_EQ(-EINVAL, attach(self));
 }
 
+/* Arm fail-nth @fd for the @n-th fault site from now (0: disarm) */
+static void fail_nth_set(int fd, unsigned int n)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", n);
+	if (pwrite(fd, buf, strlen(buf), 0) < 0)
+		perror("fail-nth");
+}
+
+/* Did the armed failure happen?  Disarms. */
+static bool fail_nth_hit(int fd)
+{
+	char buf[16] = "";
+
+	if (pread(fd, buf, sizeof(buf) - 1, 0) <= 0)
+		return false;
+	fail_nth_set(fd, 0);
+	return atoi(buf) == 0;
+}
+
+/*
+ * Every allocation of ATTACH (a replace: the group has a table) and of a
+ * whole INVALIDATE fails once in turn (fail-nth, on kernels with fault
+ * injection): each returns 0 or ENOMEM, and afterwards the last call that
+ * succeeded is what the edu sees.  The debug kernel's KASAN and kmemleak
+ * watch the error paths.
+ */
+TEST_F(nest, fail_nth)
+{
+	int fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	unsigned int n, hits = 0;
+	int ret;
+
+	if (fd < 0)
+		SKIP(return, "no fail-nth (CONFIG_FAULT_INJECTION)");
+	write_str("/sys/kernel/debug/failslab/ignore-gfp-wait", "N");
+	write_str("/sys/kernel/debug/failslab/verbose", "0");
+	write_str("/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N");
+	write_str("/sys/kernel/debug/fail_page_alloc/min-order", "0");
+	write_str("/sys/kernel/debug/fail_page_alloc/verbose", "0");
+	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
+	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(5)));
+	ASSERT_EQ(0, attach(self));
+	for (n = 1; n < 400; n++) {
+		fail_nth_set(fd, n);
+		ret = attach(self);
+		if (!fail_nth_hit(fd))
+			break;
+		hits++;
+		ASSERT_TRUE(ret == 0 || ret == -ENOMEM) TH_LOG("%d at %u", ret, n);
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
+	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(5)),
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
+
+	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(6)));
+	for (n = 1; n < 400; n++) {
+		fail_nth_set(fd, n);
+		ret = invalidate(self, 0, 0);
+		if (!fail_nth_hit(fd))
+			break;
+		hits++;
+		ASSERT_TRUE(ret == 0 || ret == -ENOMEM) TH_LOG("%d at %u", ret, n);
+	}
+	ASSERT_EQ(0, ret);
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 15);
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_MAX_XFER));
+	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(6)),
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
+	TH_LOG("%u allocations failed in turn", hits);
+	ASSERT_LT(0, hits);
+	close(fd);
+}
+
 /* Every new ioctl refuses bad arguments */
 TEST_F(nest, bad_arguments)
 {
