@@ -91,11 +91,11 @@ int gpt_foreign_init(struct gpt_foreign *f, const struct gpt_foreign_cfg *cfg,
  *
  * Return: 0; -ERANGE when @iova is beyond the input size; -ENOENT when an
  * entry on the way is not valid (then @leaf->iova and @leaf->size, and only
- * they, are the range that entry covers: none of it translates); -EBADMSG for an entry the format does not
- * allow there (reserved bits set, an address at or above 2^oas, a block
- * where the granule has none, a large page not aligned to its size, an
- * AMD v1 table entry whose next level is not the level below); or what
- * @read returned.
+ * they, are the range that entry covers: none of it translates);
+ * -EBADMSG for an entry the format does not allow there (reserved bits
+ * set, an address at or above 2^oas, a block where the granule has none,
+ * a large page not aligned to its size, an AMD v1 table entry whose next
+ * level is not the level below); or what @read returned.
  */
 static inline int gpt_foreign_lookup(const struct gpt_foreign *f, u64 iova,
 				     gpt_foreign_read_fn read, void *arg,
