@@ -29,7 +29,7 @@ help:
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
 	@echo "make bench-viommu [THREADS=2 SECONDS=20 ROUNDS=3]  6.12's virtio-iommu driver vs ours, with and without kick combining -> build/bench/viommu.json"
 	@echo "make bench-drivers [I=amd-iommu] [THREADS=2 SECONDS=20 ROUNDS=3]  each IOMMU driver's old page tables vs generic_pt -> build/bench/drivers.json"
-	@echo "make bench-vhost [SECONDS=5]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick, and INVALIDATE vs UNMAP -> build/bench/vhost.json, vhost-table.json"
+	@echo "make bench-vhost [SECONDS=5 ROUNDS=1]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick, and INVALIDATE vs UNMAP -> build/bench/vhost.json, vhost-table.json; nested L2 NIC and dma_map_benchmark: QEMU's virtio-iommu, vhost-iommu, no IOMMU -> vhost-guest.json"
 	@echo "make bench-mmio [SECONDS=10 ROUNDS=3]  virtio-net round trips, virtio-blk random reads: virtio-pci, virtio-mmio wired, virtio-mmio with MSI -> build/bench/mmio.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
@@ -83,7 +83,7 @@ bench-drivers: tree
 	$(TB) bench-drivers $(I) $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 bench-vhost: tree
-	$(TB) bench-vhost $(if $(SECONDS),--seconds $(SECONDS))
+	$(TB) bench-vhost $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # Boots our patched QEMU (make qemu) and the arm64 kernel.
 bench-mmio: tree qemu

@@ -57,9 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernels as they are built")
     p = sub.add_parser("bench-vhost",
-                       help="vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick")
+                       help="vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick; "
+                       "the nested guest rows (L2 NIC, dma_map_benchmark)")
     p.add_argument("--seconds", type=float, default=5,
                    help="measuring time per batch size")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="nested boots of each guest row's path, alternating; medians")
+    p.add_argument("--guest-seconds", type=float, default=10,
+                   help="L2's dma_map_benchmark time")
+    p.add_argument("--no-guest", action="store_true",
+                   help="the selftest's rows only, no nested boot")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
     p = sub.add_parser("bench-mmio",
@@ -110,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{sc.name:30} {sc.kernel:14} {sc.summary}{full}")
             from .nested import NESTED
             for n in NESTED.values():
-                full = " (check-full only)" if n.full_only else ""
+                full = (" (bench-vhost only)" if n.bench_only else
+                        " (check-full only)" if n.full_only else "")
                 print(f"{n.name:30} {'x86_64':14} nested: {n.doc}{full}")
         elif args.cmd == "nested":
             from . import nested
@@ -142,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)
+            if not args.no_guest:
+                from . import bench_nested
+                bench_nested.run(args.rounds, args.guest_seconds,
+                                 build=not args.no_build)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

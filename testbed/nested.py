@@ -56,8 +56,11 @@ class Nested:
     l1_mem_mb: int = 2048
     l2_mem_mb: int = 512
     full_only: bool = False         # `make check-full` only (CI's time)
+    bench_only: bool = False        # `make bench-vhost` only, no test
     reset_after: str = ""           # reset L2 once this step ended
     template: str = L2_TEMPLATE     # the scenario whose env and append L2 takes
+    l2_append: str = ""             # more of L2's command line
+    l2_env: tuple[tuple[str, str], ...] = ()    # more of L2's /etc/tb.env
 
 
 NESTED = {n.name: n for n in (
@@ -83,15 +86,21 @@ NESTED = {n.name: n for n in (
            "vhost-net through QEMU's device IOTLB",
            # QEMU's device is what the single-level scenarios test already
            "virtio-iommu-pci", False, full_only=True),
+    Nested("x86_64-nested-noiommu",
+           "the floor: the same L2 without an IOMMU (`make bench-vhost`'s "
+           "guest rows; vhost-net on guest-physical addresses)",
+           "", False, bench_only=True,
+           l2_steps=("blk", "net"), l2_env=(("TB_EXPECT_IOMMU", ""),)),
 )}
 
 
 def selected(full: bool | None = None) -> dict[str, Nested]:
-    """The nested scenarios a run boots: all for `make check-full`
-    (TB_FULL=1), else those not marked full_only."""
+    """The nested scenarios a run boots: all but the bench's for `make
+    check-full` (TB_FULL=1), else those not marked full_only."""
     if full is None:
         full = os.environ.get("TB_FULL", "") not in ("", "0")
-    return {k: n for k, n in NESTED.items() if full or not n.full_only}
+    return {k: n for k, n in NESTED.items()
+            if not n.bench_only and (full or not n.full_only)}
 
 
 @dataclass
@@ -177,6 +186,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_NET_SHA256": hashlib.sha256(blob).hexdigest(),
         "TB_NET_UP_MB": str(boot.NET_UP_MB),
+        **dict(n.l2_env),
     })
     base = paths.IMAGES / target.name / "base.cpio"
     if not base.exists():
@@ -205,7 +215,9 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_STEPS": "nested-l2",
         "TB_L2_IOMMU": n.iommu,
         "TB_L2_VHOST": "1" if n.vhost else "0",
-        "TB_L2_APPEND": tmpl.append,
+        "TB_L2_APPEND": f"{tmpl.append} {n.l2_append}".strip(),
+        # the L1 step checks the disk only where L2 wrote it
+        "TB_L2_CHECK_DISK": "1" if "blk" in n.l2_steps else "0",
         "TB_L2_MEM_MB": str(n.l2_mem_mb),
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
@@ -237,11 +249,16 @@ def l2_console(l1_text: str) -> tuple[str, dict[str, int]]:
     return "\n".join(lines) + "\n", times
 
 
-def run(name: str) -> NestedResult:
-    """Boot nested scenario @name."""
-    if name not in NESTED:
+def run(name: str | Nested, tag: str = "") -> NestedResult:
+    """Boot nested scenario @name (or the Nested itself, e.g. a bench
+    variant); @tag names its work directory and logs apart."""
+    if isinstance(name, Nested):
+        n = name
+    elif name in NESTED:
+        n = NESTED[name]
+    else:
         raise StepError(f"unknown nested scenario {name!r}: {', '.join(NESTED)}")
-    n = NESTED[name]
+    name = n.name + tag
     target = TARGETS["x86_64"]
     if not target.image_path.exists():
         raise StepError("kernel x86_64 is not built: make kernel-x86_64")

@@ -450,3 +450,29 @@ def test_bench_viommu_names_every_round_ours_loses():
              "unmap_vs_612_runs": [1.01]}]
     assert bench.slower_than_612(rows) == ["strict map, round 2: 1.20x",
                                            "lazy unmap, round 1: 1.01x"]
+
+
+def test_bench_vhost_guest_rows_and_ratios():
+    from testbed import bench_nested as bn
+    line = ("netbench: down_bytes=4194304 down_cs=200 up_bytes=1048576 "
+            "up_cs=50 rr=20 rr_cs=400")
+    assert bn.net_row(["x", line]) == {"down_MBps": 2.0, "up_MBps": 2.0,
+                                       "rr_per_s": 5.0}
+    with pytest.raises(Exception):
+        bn.net_row([line.replace("down_cs=200", "down_cs=0")])
+
+    def run(down, map_ns):
+        return {"down_MBps": down, "up_MBps": 1.0, "rr_per_s": 4.0,
+                "map_ns": map_ns, "unmap_ns": 100}
+    # medians over rounds: the middle of three, each round's values kept
+    rows = bn.median_rows({"a": [run(1.0, 900), run(3.0, 700), run(2.0, 800)],
+                           "b": [run(4.0, 400)], "d": [run(8.0, 0)]})
+    a, b, d = rows
+    assert (a["down_MBps"], a["map_ns"]) == (2.0, 800)
+    assert a["down_MBps_runs"] == [1.0, 3.0, 2.0] and a["runs"] == 3
+    bn.add_ratios(rows)
+    assert b["vs_a"]["down_MBps"] == 2.0 and b["vs_a"]["map_ns"] == 0.5
+    assert b["vs_d"]["down_MBps"] == 0.5 and b["vs_d"]["map_ns"] is None
+    assert "vs_a" not in a and "vs_d" not in d
+    text = bn.table(rows)
+    assert "(b)/(a)" in text and "2.00x" in text and "0.50x" in text

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-2.0
+# The nested bench's NIC rows (testbed/bench_nested.py): the net step's
+# download and upload timed, then TB_NET_RR small requests one after the
+# other (a request/response rate: each is a TCP connection and one HTTP
+# exchange with L1's server). Times from /proc/uptime (centiseconds).
+# The host reads the "# netbench:" line.
+. /steps/lib.sh
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+check "eth0 is up" ip link show eth0
+url="http://10.0.2.2:$TB_HTTP_PORT"
+
+# now: centiseconds since boot
+now() {
+	awk '{ printf "%d\n", $1 * 100 }' /proc/uptime
+}
+
+dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
+want=$(sha256sum /tmp/up | cut -d' ' -f1)
+t0=$(now)
+wget -q -O /tmp/down "$url/blob"
+t1=$(now)
+got=$(wget -q -O - --post-file /tmp/up "$url/sink")
+t2=$(now)
+sum=$(sha256sum /tmp/down | cut -d' ' -f1)
+check "download through the NIC arrives intact" [ "$sum" = "$TB_NET_SHA256" ]
+check "upload through the NIC arrives intact" [ "$got" = "$want" ]
+n=${TB_NET_RR:-20}
+i=0
+ok=0
+t3=$(now)
+while [ "$i" -lt "$n" ]; do
+	wget -q -O /dev/null "$url/sink" --post-data x 2>/dev/null && ok=$((ok + 1))
+	i=$((i + 1))
+done
+t4=$(now)
+check "every small request answered ($ok of $n)" [ "$ok" -eq "$n" ]
+diag "netbench: down_bytes=$(wc -c < /tmp/down) down_cs=$((t1 - t0)) up_bytes=$(wc -c < /tmp/up) up_cs=$((t2 - t1)) rr=$ok rr_cs=$((t4 - t3))"
+plan

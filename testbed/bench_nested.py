@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: GPL-2.0
+"""`make bench-vhost`'s guest rows: an L2 guest on the nested test bed
+(testbed/nested.py), the same L1 kernel and run, behind
+(a) QEMU's userspace virtio-iommu (vhost-net through QEMU's device IOTLB),
+(b) vhost-iommu (/dev/vhost-iommu in L1's kernel),
+(d) no IOMMU.
+L2 times a download and an upload through vhost-net, a run of small HTTP
+requests (guest/steps/net-bench.sh), then dma_map_benchmark on its spare
+edu (guest/steps/dma-bench.sh, one thread: L2 has one CPU, strict
+domains). The paths boot in turn, @rounds times over; each row is the
+median of its boots. Ratios (b)/(a) and (b)/(d) are of the rows' values
+(a rate above 1 is (b) faster; a latency above 1 is (b) slower).
+Everything runs under TCG inside TCG: the numbers compare paths on this
+bed, not what hardware would give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import statistics
+from pathlib import Path
+
+from . import kernel, nested, qemu_build
+from .bench import latencies, write_rows
+from .shell import StepError, step
+
+# (key, nested scenario, the group type the edu must sit in)
+PATHS = (("a", "x86_64-nested-viommu", "DMA"),
+         ("b", "x86_64-nested-vhost-iommu", "DMA"),
+         ("d", "x86_64-nested-noiommu", "none"))
+LABELS = {"a": "(a) QEMU virtio-iommu", "b": "(b) vhost-iommu", "d": "(d) no IOMMU"}
+METRICS = ("down_MBps", "up_MBps", "rr_per_s", "map_ns", "unmap_ns")
+NETBENCH = re.compile(r"netbench: down_bytes=(?P<db>\d+) down_cs=(?P<dc>\d+) "
+                      r"up_bytes=(?P<ub>\d+) up_cs=(?P<uc>\d+) rr=(?P<rr>\d+) "
+                      r"rr_cs=(?P<rc>\d+)")
+
+
+def bench_nested(name: str, group: str, seconds: float, rr: int) -> nested.Nested:
+    """Nested scenario @name with the bench's L2 steps."""
+    n = nested.NESTED[name]
+    env = (("TB_BENCH_GROUP", group), ("TB_BENCH_THREADS", "1"),
+           ("TB_BENCH_SECONDS", str(int(seconds))), ("TB_NET_RR", str(rr)))
+    return dataclasses.replace(
+        n, l2_steps=("net-bench", "dma-bench"), l2_env=n.l2_env + env,
+        l2_append="iommu.strict=1" if group != "none" else "")
+
+
+def _rate(amount: float, cs: int) -> float:
+    if cs <= 0:
+        raise StepError(f"bench-vhost guest: a measurement of {cs} cs")
+    return round(amount * 100 / cs, 2)
+
+
+def net_row(diags: list[str]) -> dict:
+    """{down_MBps, up_MBps, rr_per_s} from net-bench's line."""
+    m = next((m for m in map(NETBENCH.search, diags) if m), None)
+    if not m:
+        raise StepError("bench-vhost guest: no netbench line")
+    mb = 1 << 20
+    return {"down_MBps": _rate(int(m["db"]) / mb, int(m["dc"])),
+            "up_MBps": _rate(int(m["ub"]) / mb, int(m["uc"])),
+            "rr_per_s": _rate(int(m["rr"]), int(m["rc"]))}
+
+
+def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
+    """One row a path: each metric's median over its boots, the boots'
+    values kept as <metric>_runs."""
+    rows = []
+    for key, runs in measured.items():
+        row = {"iommu": key, "label": LABELS[key], "runs": len(runs)}
+        for k in METRICS:
+            vals = [r[k] for r in runs]
+            row[k] = round(statistics.median(vals), 2)
+            row[f"{k}_runs"] = vals
+        rows.append(row)
+    return rows
+
+
+def add_ratios(rows: list[dict]) -> None:
+    """(b)/(a) and (b)/(d) of each metric, on row (b)."""
+    by = {r["iommu"]: r for r in rows}
+    b = by.get("b")
+    if not b:
+        return
+    for ref in ("a", "d"):
+        if ref in by:
+            b[f"vs_{ref}"] = {k: round(b[k] / by[ref][k], 2) if by[ref][k] else None
+                              for k in METRICS}
+
+
+def table(rows: list[dict]) -> str:
+    out = [f"{'L2 behind':22} {'down MB/s':>9} {'up MB/s':>8} {'req/s':>7} "
+           f"{'map ns':>8} {'unmap ns':>8}"]
+    for r in rows:
+        out.append(f"{r['label']:22} {r['down_MBps']:>9} {r['up_MBps']:>8} "
+                   f"{r['rr_per_s']:>7} {r['map_ns']:>8} {r['unmap_ns']:>8}")
+    b = next((r for r in rows if r["iommu"] == "b"), {})
+    for ref in ("a", "d"):
+        v = b.get(f"vs_{ref}")
+        if v:
+            out.append(f"{'(b)/(' + ref + ')':22} " + " ".join(
+                f"{(f'{v[k]:.2f}x' if v[k] is not None else '-'):>{w}}"
+                for k, w in zip(METRICS, (9, 8, 7, 8, 8))))
+    return "\n".join(out)
+
+
+def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) -> Path:
+    """Boot (a), (b), (d) in turn, @rounds times; write vhost-guest.json."""
+    if build:
+        kernel.build_all(["x86_64"])
+        qemu_build.build()
+    measured: dict[str, list[dict]] = {}
+    errors = []
+    for i in range(rounds):
+        for key, name, group in PATHS:
+            n = bench_nested(name, group, seconds, rr)
+            with step(f"boot {name} for the bench (round {i + 1} of {rounds})"):
+                result = nested.run(n, tag="-bench")
+            net = result.l2.steps.get("net-bench")
+            dma = result.l2.steps.get("dma-bench")
+            if not result.ok or not net or not dma:
+                errors.append(f"{name}: {result.summary()}")
+                print(errors[-1])
+                continue
+            lat = latencies(name, dma.diagnostics(), result.log)
+            row = {**net_row(net.diagnostics()), "map_ns": lat["map"],
+                   "unmap_ns": lat["unmap"], "boot_s": round(result.seconds)}
+            measured.setdefault(key, []).append(row)
+    rows = median_rows(measured)
+    if rows:
+        add_ratios(rows)
+    for r in rows:
+        r.update(rounds=rounds, requests=rr)
+    # L2 has one CPU: dma_map_benchmark runs one thread
+    return write_rows("vhost-guest.json", rows, table, errors, 1, seconds)
