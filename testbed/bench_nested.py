@@ -71,7 +71,10 @@ def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
         row = {"iommu": key, "label": LABELS[key], "runs": len(runs)}
         for k in METRICS:
             vals = [r[k] for r in runs]
-            row[k] = round(statistics.median(vals), 2)
+            med = statistics.median(vals)
+            # latencies stay whole ns, rates two decimals
+            ints = all(isinstance(v, int) for v in vals)
+            row[k] = round(med) if ints else round(med, 2)
             row[f"{k}_runs"] = vals
         rows.append(row)
     return rows

@@ -474,5 +474,7 @@ def test_bench_vhost_guest_rows_and_ratios():
     assert b["vs_a"]["down_MBps"] == 2.0 and b["vs_a"]["map_ns"] == 0.5
     assert b["vs_d"]["down_MBps"] == 0.5 and b["vs_d"]["map_ns"] is None
     assert "vs_a" not in a and "vs_d" not in d
+    even = bn.median_rows({"a": [run(1.0, 701), run(2.0, 800)]})[0]
+    assert even["map_ns"] == 750 and isinstance(even["map_ns"], int)
     text = bn.table(rows)
     assert "(b)/(a)" in text and "2.00x" in text and "0.50x" in text
