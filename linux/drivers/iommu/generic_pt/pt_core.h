@@ -416,6 +416,12 @@ static int PTN(map)(struct gpt_table *t, u64 iova, phys_addr_t pa, u64 len,
 				u64 sw = mark ? PTN(sw)(t, GPT_SW_FIRST |
 							    GPT_SW_LAST) : 0;
 
+				/*
+				 * A leaf points at no table, so there is
+				 * nothing to order before it; the caller's
+				 * IOTLB sync or queue kick shows it to the
+				 * IOMMU with its own barrier.
+				 */
 				WRITE_ONCE(*ptep,
 					   ptf_mk_leaf(t, pa, lvl, 0, attr | sw));
 				if (mapped)
@@ -686,7 +692,8 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 	if (k && (ptf_runs(t, lvl) & 1)) {
 		/*
 		 * In place: each entry of the run becomes a page of its own.
-		 * cmpxchg keeps a dirty bit the IOMMU sets meanwhile.
+		 * cmpxchg keeps a dirty bit the IOMMU sets meanwhile.  Only
+		 * leaves change, no table is published: nothing to order.
 		 */
 		for (i = 0; i < n; i++) {
 			u64 old = READ_ONCE(p[i]), new;
@@ -729,6 +736,12 @@ static int PTN(cut)(struct gpt_table *t, u64 iova, gfp_t gfp)
 				new[j] = v | PTN(piece_sw)(t, sw,
 							   (u64)i * nents + j,
 							   (u64)n * nents);
+			/*
+			 * The filled table before the entry that links it,
+			 * for a walking IOMMU too (see install_table); again
+			 * on each try, as the table is refilled.
+			 */
+			dma_wmb();
 		} while (!try_cmpxchg64(&p[i], &old,
 					ptf_mk_table(t, virt_to_phys(new),
 						     lvl)));
@@ -955,6 +968,11 @@ static int PTN(init_common)(struct gpt_table *t, unsigned int top_lvl,
 				t->pgsize_bitmap |= 1ULL << (ptf_shift(t, lvl) + k);
 	}
 	atomic_long_set(&t->nr_tables, 0);
+	/*
+	 * Zeroed and not yet shown to any walker: the caller publishes the
+	 * root (a device context or an attach request on a virtqueue) with
+	 * the barrier that publication needs.
+	 */
 	table = gpt_alloc_table(t, ptf_order(t, top_lvl, true), gfp);
 	if (!table)
 		return -ENOMEM;
