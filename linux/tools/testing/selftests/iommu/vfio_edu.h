@@ -250,6 +250,22 @@ static int unmap_dma(int container, uint64_t iova, uint64_t size)
 }
 
 /*
+ * What a fixture's teardown closes: the BAR mapping and the descriptors
+ * it opened. A failed setup leaves any of them unset (NULL or -1).
+ */
+static void edu_close(uint8_t *bar, size_t bar_size, const int *fds,
+		      unsigned int nr_fds)
+{
+	unsigned int i;
+
+	if (bar && bar != MAP_FAILED)
+		munmap(bar, bar_size);
+	for (i = 0; i < nr_fds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/*
  * Wait up to two seconds for the IOMMU driver to log a translation fault
  * (it learns of it from a fault interrupt or an event queue).
  */

@@ -155,16 +155,9 @@ FIXTURE_SETUP(edu)
 
 FIXTURE_TEARDOWN(edu)
 {
-	if (self->bar && self->bar != MAP_FAILED)
-		munmap(self->bar, self->bar_size);
-	if (self->device >= 0)
-		close(self->device);
-	if (self->group >= 0)
-		close(self->group);
-	if (self->container >= 0)
-		close(self->container);
-	if (self->kmsg >= 0)
-		close(self->kmsg);
+	int fds[] = { self->device, self->group, self->container, self->kmsg };
+
+	edu_close(self->bar, self->bar_size, fds, ARRAY_SIZE(fds));
 }
 
 /* MMIO through the mmap()ed BAR: single, untorn accesses the compiler keeps. */
@@ -925,12 +918,9 @@ FIXTURE_SETUP(edu_iommufd)
 
 FIXTURE_TEARDOWN(edu_iommufd)
 {
-	if (self->bar && self->bar != MAP_FAILED)
-		munmap(self->bar, self->bar_size);
-	if (self->device >= 0)
-		close(self->device);
-	if (self->iommufd >= 0)
-		close(self->iommufd);
+	int fds[] = { self->device, self->iommufd };
+
+	edu_close(self->bar, self->bar_size, fds, ARRAY_SIZE(fds));
 }
 
 /* The other thread: unmap and map again the upper half, area by area */

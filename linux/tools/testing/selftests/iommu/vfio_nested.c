@@ -223,16 +223,9 @@ FIXTURE_SETUP(nest)
 
 FIXTURE_TEARDOWN(nest)
 {
-	if (self->bar && self->bar != MAP_FAILED)
-		munmap(self->bar, self->bar_size);
-	if (self->device >= 0)
-		close(self->device);
-	if (self->group >= 0)
-		close(self->group);
-	if (self->container >= 0)
-		close(self->container);
-	if (self->kmsg >= 0)
-		close(self->kmsg);
+	int fds[] = { self->device, self->group, self->container, self->kmsg };
+
+	edu_close(self->bar, self->bar_size, fds, ARRAY_SIZE(fds));
 }
 
 TEST_F(nest, info)
