@@ -210,10 +210,11 @@ def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
 
 def kernel_append(sc: Scenario) -> str:
     """The scenario's command line; a kernel with KUnit suites built in
-    (configs/kunit.config, off by default) runs them only where the
-    scenario has the kunit step to report them."""
+    (configs/kunit.config, arm64-kunit.config; off by default) runs them
+    only where the scenario has the kunit step to report them."""
     append = sc.append
-    if "kunit.config" in TARGETS[sc.kernel].fragments and "kunit" in sc.steps:
+    kunit = any(f.endswith("kunit.config") for f in TARGETS[sc.kernel].fragments)
+    if kunit and "kunit" in sc.steps:
         append = f"{append} kunit.enable=1".strip()
     return append
 

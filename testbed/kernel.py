@@ -52,7 +52,9 @@ TARGETS = {t.name: t for t in (
            ("common.config", "x86_64.config", "vhost-iommu.config", "debug.config",
             "kunit.config"),
            "arch/x86/boot/bzImage"),
-    Target("arm64", "arm64", ("common.config", "arm64.config"),
+    # With the KUnit suite that needs a live SMMUv3 (the arm64-smmuv3
+    # scenario runs it)
+    Target("arm64", "arm64", ("common.config", "arm64.config", "arm64-kunit.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
     # The SMMUv3 stress scenario's kernel (KASAN, lockdep, UBSAN, ...)
     Target("arm64-debug", "arm64", ("common.config", "arm64.config", "debug.config"),

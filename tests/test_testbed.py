@@ -392,14 +392,18 @@ def test_every_scenario_kernel_is_built_by_make_check():
         "virt-virtio-iommu-mmio", "microvm-virtio-iommu-mmio"}
 
 
-def test_debug_kernel_runs_kunit_only_in_its_scenario():
-    """The x86_64 debug kernel has KUnit built in: only x86_64-kunit runs it."""
+def test_kunit_runs_only_in_the_scenarios_that_report_it():
+    """The x86_64 debug kernel and the arm64 kernel have KUnit built in:
+    only x86_64-kunit and arm64-smmuv3, which have the kunit step, run it."""
     from testbed.boot import kernel_append
     from testbed.scenarios import SCENARIOS
 
-    assert "kunit.enable=1" in kernel_append(SCENARIOS["x86_64-kunit"]).split()
+    runners = {"x86_64-kunit", "arm64-smmuv3"}
+    for name in runners:
+        assert "kunit.enable=1" in kernel_append(SCENARIOS[name]).split()
+        assert "TB_KUNIT_MUST_RUN" in SCENARIOS[name].env
     for sc in SCENARIOS.values():
-        if sc.name != "x86_64-kunit":
+        if sc.name not in runners:
             assert "kunit.enable" not in kernel_append(sc)
 
 
