@@ -6,25 +6,22 @@
 # "# bench-vhost-table:" lines.
 . /steps/lib.sh
 
+# bench PROGRAM TEST TAG: run one benchmark test of a selftest, pass on its
+# "# TAG:" lines for the host; the rest of its output only when it failed.
+bench() {
+	VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
+		"/bin/$1" -t "$2" > /tmp/vhost-bench.out 2>&1
+	status=$?
+	while read -r line; do
+		case "$line" in
+		"# $3:"*) echo "$line" ;;
+		*) [ "$status" -eq 0 ] || diag "$line" ;;
+		esac
+	done < /tmp/vhost-bench.out
+	check "$1 -t $2 (exit $status)" [ "$status" -eq 0 ]
+}
+
 check "modprobe vhost_iommu" modprobe vhost_iommu
-VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
-	/bin/vhost_iommu -t bench_map_unmap > /tmp/vhost-bench.out 2>&1
-status=$?
-while read -r line; do
-	case "$line" in
-	"# bench-vhost:"*) echo "$line" ;;
-	*) [ "$status" -eq 0 ] || diag "$line" ;;
-	esac
-done < /tmp/vhost-bench.out
-check "vhost_iommu -t bench_map_unmap (exit $status)" [ "$status" -eq 0 ]
-VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
-	/bin/vhost_iommu_table -t bench_invalidate > /tmp/vhost-bench.out 2>&1
-status=$?
-while read -r line; do
-	case "$line" in
-	"# bench-vhost-table:"*) echo "$line" ;;
-	*) [ "$status" -eq 0 ] || diag "$line" ;;
-	esac
-done < /tmp/vhost-bench.out
-check "vhost_iommu_table -t bench_invalidate (exit $status)" [ "$status" -eq 0 ]
+bench vhost_iommu bench_map_unmap bench-vhost
+bench vhost_iommu_table bench_invalidate bench-vhost-table
 plan
