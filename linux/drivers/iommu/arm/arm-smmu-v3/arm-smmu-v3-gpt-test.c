@@ -93,6 +93,16 @@ static void gpt_test_map_page(struct kunit *test, unsigned long iova)
 					IOMMU_READ | IOMMU_WRITE, GFP_KERNEL), 0);
 }
 
+/* Unmap the page at @iova into @gather, which is left to the case to sync */
+static void gpt_test_unmap_page(struct kunit *test, unsigned long iova,
+				struct iommu_iotlb_gather *gather)
+{
+	struct gpt_test_ctx *ctx = test->priv;
+
+	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, iova, ctx->granule,
+					       gather), ctx->granule);
+}
+
 /*
  * A table emptied one page at a time stays in place; an unmap covering its
  * whole span then unmaps nothing but frees the table.  The gather holds no
@@ -144,13 +154,12 @@ static void gpt_test_disjoint_unmap_syncs_first(struct kunit *test)
 	gpt_test_map_page(test, b);
 
 	iommu_iotlb_gather_init(&gather);
-	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, a, gr, &gather), gr);
-	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, a + gr, gr, &gather),
-			gr);
+	gpt_test_unmap_page(test, a, &gather);
+	gpt_test_unmap_page(test, a + gr, &gather);
 	KUNIT_EXPECT_EQ(test, gather.start, a);
 	KUNIT_EXPECT_EQ(test, gather.end, a + 2 * gr - 1);
 
-	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, b, gr, &gather), gr);
+	gpt_test_unmap_page(test, b, &gather);
 	KUNIT_EXPECT_EQ_MSG(test, gather.start, b,
 			    "the gathered range was widened, not synced");
 	KUNIT_EXPECT_EQ(test, gather.end, b + gr - 1);
@@ -176,8 +185,8 @@ static void gpt_test_queued_unmap_merges(struct kunit *test)
 
 	iommu_iotlb_gather_init(&gather);
 	gather.queued = true;
-	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, a, gr, &gather), gr);
-	KUNIT_ASSERT_EQ(test, iommu_unmap_fast(ctx->domain, b, gr, &gather), gr);
+	gpt_test_unmap_page(test, a, &gather);
+	gpt_test_unmap_page(test, b, &gather);
 	KUNIT_EXPECT_EQ(test, gather.start, a);
 	KUNIT_EXPECT_EQ(test, gather.end, b + gr - 1);
 	/* What dma-iommu's flush queue does when its timer fires */
