@@ -553,22 +553,35 @@ TEST_F(nest, fail_nth)
 /* Every new ioctl refuses bad arguments */
 TEST_F(nest, bad_arguments)
 {
-	struct vfio_iommu_nesting_attach a;
-	struct vfio_iommu_nesting_detach d = {
+	struct vfio_iommu_nesting_detach d, detach_ok = {
 		.argsz = sizeof(d), .group = self->group_id,
 	};
-	struct vfio_iommu_nesting_invalidate inv = {
+	/* Both scopes of INVALIDATE, each valid as it stands */
+	struct vfio_iommu_nesting_invalidate inv, whole = {
 		.argsz = sizeof(inv), .group = self->group_id,
+	}, range = {
+		.argsz = sizeof(inv), .group = self->group_id,
+		.flags = VFIO_NESTING_INVAL_RANGE, .size = PG,
 	};
 	int c = self->container;
 
-#define BAD_ATTACH(err, field, val)					\
+/*
+ * @req on a copy of the valid @ok with only @field set to @val must fail
+ * with @err: each case starts again from arguments the ioctl takes.
+ */
+#define BAD(err, req, ok, field, val)					\
 	do {								\
-		a = attach_arg(self);					\
-		a.field = val;						\
-		EXPECT_EQ(err, do_ioctl(c, VFIO_IOMMU_NESTING_ATTACH, &a)) \
-			TH_LOG(#field " = " #val);			\
+		typeof(ok) bad = ok;					\
+		bad.field = val;					\
+		EXPECT_EQ(err, do_ioctl(c, req, &bad))			\
+			TH_LOG(#req ": " #field " = " #val);		\
 	} while (0)
+#define BAD_ATTACH(err, field, val)					\
+	BAD(err, VFIO_IOMMU_NESTING_ATTACH, attach_arg(self), field, val)
+#define BAD_DETACH(err, field, val)					\
+	BAD(err, VFIO_IOMMU_NESTING_DETACH, detach_ok, field, val)
+#define BAD_INVAL(err, ok, field, val)					\
+	BAD(err, VFIO_IOMMU_NESTING_INVALIDATE, ok, field, val)
 
 	BAD_ATTACH(-EINVAL, argsz, 8);
 	BAD_ATTACH(-EINVAL, flags, 1);
@@ -586,40 +599,27 @@ TEST_F(nest, bad_arguments)
 	BAD_ATTACH(-EINVAL, root, 1ULL << 60);
 	BAD_ATTACH(-ENOENT, group, self->group_id + 1000);
 
+	/* Nothing attached yet */
+	d = detach_ok;
 	EXPECT_EQ(-ENOENT, do_ioctl(c, VFIO_IOMMU_NESTING_DETACH, &d));
-	d.flags = 1;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_DETACH, &d));
-	d.flags = 0;
-	d.reserved = 1;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_DETACH, &d));
-	d.reserved = 0;
-	d.argsz = 4;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_DETACH, &d));
+	BAD_DETACH(-EINVAL, flags, 1);
+	BAD_DETACH(-EINVAL, reserved, 1);
+	BAD_DETACH(-EINVAL, argsz, 4);
 
+	inv = whole;
 	EXPECT_EQ(-ENOENT, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
 	ASSERT_EQ(0, attach(self));
-	inv.flags = 2;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.flags = 0;
-	inv.iova = PG;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.flags = VFIO_NESTING_INVAL_RANGE;
-	inv.size = 0;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.iova = ~0ULL - PG + 2;
-	inv.size = PG;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.iova = 0;
-	inv.reserved = 1;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.reserved = 0;
-	inv.argsz = 12;
-	EXPECT_EQ(-EINVAL, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
-	inv.argsz = sizeof(inv);
-	inv.group = self->group_id + 1000;
-	EXPECT_EQ(-ENOENT, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
+	BAD_INVAL(-EINVAL, whole, flags, 2);
+	/* The whole scope takes no range */
+	BAD_INVAL(-EINVAL, whole, iova, PG);
+	/* An empty range, one that wraps */
+	BAD_INVAL(-EINVAL, range, size, 0);
+	BAD_INVAL(-EINVAL, range, iova, ~0ULL - PG + 2);
+	BAD_INVAL(-EINVAL, range, reserved, 1);
+	BAD_INVAL(-EINVAL, range, argsz, 12);
+	BAD_INVAL(-ENOENT, range, group, self->group_id + 1000);
 	/* Beyond the input size: nothing to do, not an error */
-	inv.group = self->group_id;
+	inv = range;
 	inv.iova = 1ULL << S1_IAS;
 	EXPECT_EQ(0, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
 }
