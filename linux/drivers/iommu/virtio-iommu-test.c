@@ -246,6 +246,33 @@ static void put_table(u8 *buf, size_t *pos, u16 len, u16 format, u8 ias,
 	*pos += len;
 }
 
+/* The next property of @buf from *@pos is the RESV_MEM [@start, @last] */
+static void expect_resv(struct kunit *test, const u8 *buf, size_t len,
+			size_t *pos, u8 subtype, u64 start, u64 last)
+{
+	struct viommu_probe_prop prop;
+
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, len, pos, &prop), 1);
+	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
+	KUNIT_EXPECT_EQ(test, prop.subtype, subtype);
+	KUNIT_EXPECT_EQ(test, prop.start, start);
+	KUNIT_EXPECT_EQ(test, prop.last, last);
+}
+
+/*
+ * The property of @buf at @pos is malformed: refused, and a caller that
+ * went on would not be moved past it.
+ */
+static void expect_malformed(struct kunit *test, const u8 *buf, size_t len,
+			     size_t pos)
+{
+	struct viommu_probe_prop prop;
+	size_t at = pos;
+
+	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, len, &at, &prop), -EPROTO);
+	KUNIT_EXPECT_EQ(test, at, pos);
+}
+
 static void viommu_test_probe_table(struct kunit *test)
 {
 	struct viommu_probe_prop prop;
@@ -288,10 +315,8 @@ static void viommu_test_probe_table(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pos, 56);
 
 	/* The property after the long one is read where it starts */
-	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			1);
-	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
-	KUNIT_EXPECT_EQ(test, prop.start, 0x8000000);
+	expect_resv(test, buf, sizeof(buf), &pos, VIRTIO_IOMMU_RESV_MEM_T_MSI,
+		    0x8000000, 0x80fffff);
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			0);
 }
@@ -304,24 +329,19 @@ static void viommu_test_probe_table_malformed(struct kunit *test)
 
 	/* Shorter than its fields */
 	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, 8);
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
-	KUNIT_EXPECT_EQ(test, pos, 0);
+	expect_malformed(test, buf, sizeof(buf), 0);
 
 	/* Its fields run past the area */
 	memset(buf, 0, sizeof(buf));
 	w = sizeof(buf) - 8;
 	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, 12);
-	pos = sizeof(buf) - 8;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), sizeof(buf) - 8);
 
 	/* Reserved bits in the header: skipped whole, matching no type */
 	memset(buf, 0, sizeof(buf));
 	w = 0;
 	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 48, SZ_4K, 4, 0, 0);
 	put_unaligned_le16(0x1000 | VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT, buf);
-	pos = 0;
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			1);
 	KUNIT_EXPECT_NE(test, prop.type, VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT);
@@ -518,12 +538,8 @@ static void viommu_test_probe_good(struct kunit *test)
 	w += 4;
 	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
 
-	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			1);
-	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
-	KUNIT_EXPECT_EQ(test, prop.subtype, VIRTIO_IOMMU_RESV_MEM_T_MSI);
-	KUNIT_EXPECT_EQ(test, prop.start, 0xfee00000);
-	KUNIT_EXPECT_EQ(test, prop.last, 0xfeefffff);
+	expect_resv(test, buf, sizeof(buf), &pos, VIRTIO_IOMMU_RESV_MEM_T_MSI,
+		    0xfee00000, 0xfeefffff);
 	KUNIT_EXPECT_EQ(test, pos, 24);
 
 	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
@@ -531,12 +547,8 @@ static void viommu_test_probe_good(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, prop.type, 0x7ff);
 	KUNIT_EXPECT_EQ(test, pos, 32);
 
-	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			1);
-	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
-	KUNIT_EXPECT_EQ(test, prop.subtype, VIRTIO_IOMMU_RESV_MEM_T_RESERVED);
-	KUNIT_EXPECT_EQ(test, prop.last, 0xfff);
-
+	expect_resv(test, buf, sizeof(buf), &pos,
+		    VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
 	/* Zeroes: the NONE property ends the list */
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			0);
@@ -572,10 +584,8 @@ static void viommu_test_probe_reserved_bits(struct kunit *test)
 	KUNIT_EXPECT_NE(test, prop.type, VIRTIO_IOMMU_PROBE_T_NONE);
 	KUNIT_EXPECT_EQ(test, pos, 32);
 
-	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			1);
-	KUNIT_EXPECT_EQ(test, prop.type, VIRTIO_IOMMU_PROBE_T_RESV_MEM);
-	KUNIT_EXPECT_EQ(test, prop.last, 0xfff);
+	expect_resv(test, buf, sizeof(buf), &pos,
+		    VIRTIO_IOMMU_RESV_MEM_T_RESERVED, 0, 0xfff);
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			0);
 }
@@ -653,34 +663,25 @@ static void viommu_test_probe_malformed(struct kunit *test)
 	memset(buf, 0, sizeof(buf));
 	w = 0;
 	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 0xffff);
-	pos = 0;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
-	KUNIT_EXPECT_EQ(test, pos, 0);
+	expect_malformed(test, buf, sizeof(buf), 0);
 
 	/* An unknown property whose length runs one byte past the area */
 	memset(buf, 0, sizeof(buf));
 	w = 0;
 	put_prop(buf, &w, 0x123, sizeof(buf) - 3);
-	pos = 0;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), 0);
 
 	/* RESV_MEM shorter than its fields */
 	memset(buf, 0, sizeof(buf));
 	w = 0;
 	put_prop(buf, &w, VIRTIO_IOMMU_PROBE_T_RESV_MEM, 12);
-	pos = 0;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), 0);
 
 	/* RESV_MEM with start after end */
 	memset(buf, 0, sizeof(buf));
 	w = 0;
 	put_resv(buf, &w, VIRTIO_IOMMU_RESV_MEM_T_MSI, 0x2000, 0x1fff);
-	pos = 0;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), 0);
 
 	/* A good property, then garbage that overruns */
 	memset(buf, 0, sizeof(buf));
@@ -690,14 +691,11 @@ static void viommu_test_probe_malformed(struct kunit *test)
 	pos = 0;
 	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
 			1);
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), pos);
 
 	/* All ones: an unknown type with a huge length */
 	memset(buf, 0xff, sizeof(buf));
-	pos = 0;
-	KUNIT_EXPECT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
-			-EPROTO);
+	expect_malformed(test, buf, sizeof(buf), 0);
 }
 
 static void viommu_test_fault(struct kunit *test)
