@@ -10,7 +10,7 @@ KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
 	boot kunit lint check run clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
-	bench-mmio check-full
+	bench-mmio bench-throughput check-full
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -30,6 +30,7 @@ help:
 	@echo "make bench-viommu [THREADS=2 SECONDS=20 ROUNDS=3]  6.12's virtio-iommu driver vs ours, with and without kick combining -> build/bench/viommu.json"
 	@echo "make bench-drivers [I=amd-iommu] [THREADS=2 SECONDS=20 ROUNDS=3]  each IOMMU driver's old page tables vs generic_pt -> build/bench/drivers.json"
 	@echo "make bench-vhost [SECONDS=5 ROUNDS=1]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick, and INVALIDATE vs UNMAP -> build/bench/vhost.json, vhost-table.json; nested L2 NIC and dma_map_benchmark: QEMU's virtio-iommu, vhost-iommu, no IOMMU -> vhost-guest.json"
+	@echo "make bench-throughput [TPUT_SECONDS=5 ROUNDS=3]  disk and NIC rates: virtio-iommu in page-table and MAP/UNMAP mode, strict and lazy, vs no IOMMU -> build/bench/throughput.json (bench-viommu runs it too)"
 	@echo "make bench-mmio [SECONDS=10 ROUNDS=3]  virtio-net round trips, virtio-blk random reads: virtio-pci, virtio-mmio wired, virtio-mmio with MSI -> build/bench/mmio.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
 
@@ -78,6 +79,11 @@ bench-pt: tree
 # Builds the x86_64-stock kernel (6.12's driver) too; make check never does.
 bench-viommu: tree
 	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+	$(TB) bench-throughput --no-build $(if $(TPUT_SECONDS),--seconds $(TPUT_SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+# The throughput rows alone (issue 18, section 5)
+bench-throughput: tree
+	$(TB) bench-throughput $(if $(TPUT_SECONDS),--seconds $(TPUT_SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 bench-drivers: tree
 	$(TB) bench-drivers $(I) $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))

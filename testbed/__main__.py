@@ -77,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
+    p = sub.add_parser("bench-throughput",
+                       help="disk and NIC rates: virtio-iommu in page-table and "
+                            "MAP/UNMAP mode, strict and lazy, against no IOMMU")
+    p.add_argument("--seconds", type=int, default=5, help="measuring time per direction")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="boots of each row, in turn; rows are medians")
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernel as it is built")
     sub.add_parser("run", help="build what is missing, boot, report")
     args = ap.parse_args(argv)
 
@@ -147,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-mmio":
             from . import bench
             bench.mmio(args.seconds, not args.no_build, args.rounds)
+        elif args.cmd == "bench-throughput":
+            from . import bench
+            bench.throughput(args.seconds, not args.no_build, args.rounds)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

@@ -653,3 +653,105 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3) -> Path:
             med[f"{key}_runs"] = [r[key] for r in measured[row]]
         rows.append(med)
     return write_rows("mmio.json", rows, mmio_table, errors, 1, seconds)
+
+
+# --- make bench-throughput ---------------------------------------------------
+
+# tput-bench's line: what moved and in how many centiseconds
+TPUT_LINE = re.compile(
+    r"tput: disk_write_mb=(?P<disk_write_mb>\d+) disk_write_cs=(?P<disk_write_cs>\d+) "
+    r"disk_read_mb=(?P<disk_read_mb>\d+) disk_read_cs=(?P<disk_read_cs>\d+) "
+    r"net_down_bytes=(?P<net_down_bytes>\d+) net_down_cs=(?P<net_down_cs>\d+) "
+    r"net_up_bytes=(?P<net_up_bytes>\d+) net_up_cs=(?P<net_up_cs>\d+)")
+TPUT_RATES = ("disk_write_mb_s", "disk_read_mb_s", "net_down_mb_s", "net_up_mb_s")
+# Issue 18's goal: strict page-table mode moves at least 90 % of what the
+# same machine moves without an IOMMU.
+TPUT_GOAL = 0.9
+
+
+def tput_row(key: tuple[str, str], result: boot.Result) -> dict:
+    """One boot's rates in MB/s (MiB for the disk, 10^6 bytes for the NIC,
+    as its transfers are counted in bytes)."""
+    # The host's disk check does not apply: the step writes the scratch area
+    step_ = result.console.steps.get("tput-bench")
+    if not step_ or not step_.ok or result.timed_out:
+        raise StepError(f"{result.scenario.name} failed:\n{result.summary()}")
+    m = next((m for m in map(TPUT_LINE.search, step_.diagnostics()) if m), None)
+    if not m:
+        raise StepError(f"{result.scenario.name}: no tput line ({result.log})")
+    v = {k: int(x) for k, x in m.groupdict().items()}
+    row = {"iommu": key[0], "mode": key[1]}
+    for what in ("disk_write", "disk_read"):
+        row[f"{what}_mb_s"] = round(v[f"{what}_mb"] * 100 / max(v[f"{what}_cs"], 1), 2)
+    for what in ("net_down", "net_up"):
+        row[f"{what}_mb_s"] = round(v[f"{what}_bytes"] / 1e4 / max(v[f"{what}_cs"], 1), 2)
+    return row
+
+
+def add_tput_ratios(rows: list[dict]) -> None:
+    """Each rate against no IOMMU's, of the medians and round by round
+    (rows booted in turn, so a round's boots saw the same machine)."""
+    floor = next((r for r in rows if r["iommu"] == "none"), None)
+    if not floor:
+        return
+    for row in rows:
+        if row is floor:
+            continue
+        for rate in TPUT_RATES:
+            if floor[rate]:
+                row[f"{rate}_vs_none"] = round(row[rate] / floor[rate], 2)
+            pairs = zip(row[f"{rate}_runs"], floor[f"{rate}_runs"])
+            row[f"{rate}_vs_none_runs"] = [round(a / b, 2) if b else None for a, b in pairs]
+
+
+def tput_table(rows: list[dict]) -> str:
+    out = [f"{'iommu':10} {'mode':6} {'disk w':>7} {'disk r':>7} {'net dn':>7} "
+           f"{'net up':>7}   MB/s; vs none: {'disk w':>6} {'disk r':>6} {'net dn':>6} "
+           f"{'net up':>6}"]
+    for r in rows:
+        vs = " ".join(f"{r[f'{k}_vs_none']:>5}x" if f"{k}_vs_none" in r else f"{'':6}"
+                      for k in TPUT_RATES)
+        out.append(f"{r['iommu']:10} {r['mode']:6} " +
+                   " ".join(f"{r[k]:>7}" for k in TPUT_RATES) + f"   {'':14} {vs}")
+    return "\n".join(out)
+
+
+def below_goal(rows: list[dict]) -> list[str]:
+    """Every round in which strict page-table mode moved less than
+    TPUT_GOAL of what no IOMMU moved: the goal is judged round by round."""
+    out = []
+    for row in rows:
+        if (row["iommu"], row["mode"]) != ("pt", "strict"):
+            continue
+        for rate in TPUT_RATES:
+            for rnd, ratio in enumerate(row.get(f"{rate}_vs_none_runs", []), 1):
+                if ratio is not None and ratio < TPUT_GOAL:
+                    out.append(f"{rate}, round {rnd}: {ratio:.2f}x")
+    return out
+
+
+def throughput(seconds: int = 5, build: bool = True, rounds: int = 3) -> Path:
+    """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
+    strict and lazy, against no IOMMU: one kernel, one QEMU binary, the
+    rows booted in turn @rounds times, medians (issue 18, section 5)."""
+    from .scenarios import TPUT_SCENARIOS
+    runs = [(key, dataclasses.replace(sc, env={**sc.env, "TB_BENCH_SECONDS": str(seconds)},
+                                      timeout_s=4 * seconds + 240))
+            for key, sc in TPUT_SCENARIOS.items()]
+    if build:
+        qemu_build.build()
+    measured, errors = measure_rounds(runs, tput_row, 1, seconds, rounds, build,
+                                      prepare=lambda sc, threads, secs: sc)
+    rows = []
+    for key, _ in runs:
+        if key not in measured:
+            continue
+        med = median_row(measured[key], TPUT_RATES)
+        for rate in TPUT_RATES:
+            med[f"{rate}_runs"] = [r[rate] for r in measured[key]]
+        rows.append(med)
+    add_tput_ratios(rows)
+    out = write_rows("throughput.json", rows, tput_table, errors, 1, seconds)
+    for line in below_goal(rows):
+        print(f"*** BELOW {TPUT_GOAL:.0%} OF NO IOMMU (strict page-table mode): {line}")
+    return out

@@ -157,7 +157,7 @@ def run_scenario(name: str | Scenario) -> Result:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         env.update(TB_HTTP_PORT=str(server.server_address[1]),
                    TB_NET_SHA256=hashlib.sha256(handler.blob).hexdigest(),
-                   TB_NET_UP_MB=str(NET_UP_MB))
+                   TB_NET_DOWN_MB=str(NET_DOWN_MB), TB_NET_UP_MB=str(NET_UP_MB))
 
     base = paths.IMAGES / target.name / "base.cpio"
     if not base.exists():

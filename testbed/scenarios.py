@@ -469,6 +469,26 @@ BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("ours-combined", "strict"
               ("none", "-"))
 BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}
 
+# `make bench-throughput` (also run by `make bench-viommu`): disk and NIC
+# transfer rates (guest/steps/tput-bench.sh) behind our driver in
+# page-table mode and in MAP/UNMAP mode, on one device and kernel (the
+# patched QEMU's virtio-iommu offering ATTACH_TABLE;
+# virtio_iommu.map_unmap=1 for MAP/UNMAP mode), strict and lazy, against
+# no IOMMU on the same QEMU binary (issue 18, section 5).
+TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
+             ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
+                                       "iommu.strict=1 virtio_iommu.map_unmap=1"),
+             ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),
+             ("map-unmap", "lazy"): ("q35-virtio-iommu-pt",
+                                     "iommu.strict=0 virtio_iommu.map_unmap=1"),
+             ("none", "-"): ("q35-patched", "")}
+TPUT_SCENARIOS = {
+    key: _sc(f"bench-tput-{key[0]}-{key[1]}".rstrip("-"),
+             f"disk and NIC throughput, IOMMU {key[0]}, {key[1]} domains",
+             machine, "x86_64", ("tput-bench",), devices=("blk", "net"), append=append)
+    for key, (machine, append) in TPUT_ROWS.items()}
+BENCH_SCENARIOS.update({sc.name: sc for sc in TPUT_SCENARIOS.values()})
+
 # `make bench-vhost`: the vhost-iommu selftest's MAP/UNMAP benchmark (the
 # selftest plays the guest), TB_BENCH_SECONDS per batch size.
 BENCH_VHOST = _sc("bench-vhost",

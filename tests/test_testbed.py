@@ -456,6 +456,33 @@ def test_bench_viommu_names_every_round_ours_loses():
                                            "lazy unmap, round 1: 1.01x"]
 
 
+def test_bench_throughput_ratios_and_goal():
+    """bench-throughput: tput-bench's line read into MB/s, each rate against
+    no IOMMU's round by round, and every round in which strict page-table
+    mode moves less than 90 % of no IOMMU called out; other rows not judged."""
+    from testbed import bench
+
+    line = ("tput: disk_write_mb=64 disk_write_cs=400 disk_read_mb=96 disk_read_cs=300 "
+            "net_down_bytes=8388608 net_down_cs=200 net_up_bytes=2000000 net_up_cs=100")
+    v = bench.TPUT_LINE.search(line)
+    assert v and v["disk_read_cs"] == "300" and v["net_up_bytes"] == "2000000"
+    rates = dict.fromkeys(bench.TPUT_RATES, 10.0)
+
+    def row(iommu, mode, runs):
+        return {"iommu": iommu, "mode": mode, **rates,
+                **{f"{k}_runs": runs for k in bench.TPUT_RATES}}
+
+    none = row("none", "-", [10.0, 10.0])
+    pt = row("pt", "strict", [9.5, 8.0])
+    mu = row("map-unmap", "strict", [1.0, 1.0])
+    rows = [pt, mu, none]
+    bench.add_tput_ratios(rows)
+    assert pt["disk_read_mb_s_vs_none_runs"] == [0.95, 0.8]
+    assert pt["net_up_mb_s_vs_none"] == 1.0 and "disk_read_mb_s_vs_none" not in none
+    lines = bench.below_goal(rows)
+    assert lines == [f"{k}, round 2: 0.80x" for k in bench.TPUT_RATES]
+
+
 def test_bench_vhost_guest_rows_and_ratios():
     from testbed import bench_nested as bn
     line = ("netbench: down_bytes=4194304 down_cs=200 up_bytes=1048576 "

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-throughput` (testbed/bench.py): how fast the disk and the NIC
+# move data behind the IOMMU, TB_BENCH_SECONDS for each direction. The
+# disk: direct I/O over the scratch area in 64 KiB requests (each one a
+# DMA map and unmap of 16 pages), written over and over, then read over and
+# over. The NIC: the host's blob downloaded over and over, then the upload
+# posted over and over. The timed passes move data only; a checked pass
+# before and after them shows the data arrive intact (the host checks each
+# upload's digest in every pass), so that hashing in the guest, dear under
+# TCG, is no part of the rates. Times from /proc/uptime (centiseconds);
+# the host reads the "# tput:" line.
+. /steps/lib.sh
+dev=/dev/vda
+secs=${TB_BENCH_SECONDS:-10}
+cs=$((secs * 100))
+mb=$TB_DISK_SCRATCH_MB
+blocks=$((mb * 16))
+seek=$((TB_DISK_SCRATCH_OFF_MB * 16))
+
+# now: centiseconds since boot
+now() {
+	awk '{ printf "%d\n", $1 * 100 }' /proc/uptime
+}
+
+# The rate loops: run "$@" until TB_BENCH_SECONDS have passed; sets n (the
+# passes), took (centiseconds) and bad (passes that failed)
+timed() {
+	n=0
+	bad=0
+	t0=$(now)
+	while [ $(($(now) - t0)) -lt "$cs" ]; do
+		"$@" || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	took=$(($(now) - t0))
+}
+
+disk_write() {
+	dd if=/tmp/tp.w of=$dev bs=64k seek="$seek" count="$blocks" \
+		oflag=direct conv=notrunc 2>/dev/null
+}
+
+disk_read() {
+	dd if=$dev of="$1" bs=64k skip="$seek" count="$blocks" iflag=direct 2>/dev/null
+}
+
+disk_sum() {
+	disk_read /tmp/tp.r && sha256sum /tmp/tp.r | cut -d' ' -f1
+}
+
+check "virtio-blk disk present" [ -b $dev ]
+dd if=/dev/urandom of=/tmp/tp.w bs=1M count="$mb" 2>/dev/null
+want=$(sha256sum /tmp/tp.w | cut -d' ' -f1)
+timed disk_write
+write_mb=$((n * mb))
+write_cs=$took
+check "direct writes succeeded ($n passes)" [ "$bad" -eq 0 ]
+check "the disk holds what was written" [ "$(disk_sum)" = "$want" ]
+timed disk_read /dev/null
+read_mb=$((n * mb))
+read_cs=$took
+check "direct reads succeeded ($n passes)" [ "$bad" -eq 0 ]
+check "the disk still reads back what was written" [ "$(disk_sum)" = "$want" ]
+rm -f /tmp/tp.r
+
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+check "eth0 is up" ip link show eth0
+url="http://10.0.2.2:$TB_HTTP_PORT"
+
+down() {
+	wget -q -O "$1" "$url/blob"
+}
+
+down_sum() {
+	down /tmp/tp.d && sha256sum /tmp/tp.d | cut -d' ' -f1
+}
+
+check "a download arrives intact" [ "$(down_sum)" = "$TB_NET_SHA256" ]
+timed down /dev/null
+down_bytes=$((n * TB_NET_DOWN_MB * 1048576))
+down_cs=$took
+check "downloads succeeded ($n)" [ "$bad" -eq 0 ]
+check "the last download arrives intact" [ "$(down_sum)" = "$TB_NET_SHA256" ]
+rm -f /tmp/tp.d
+
+# busybox wget posts its file as a C string: send text (base64), not bytes.
+dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
+want=$(sha256sum /tmp/up | cut -d' ' -f1)
+
+up() {
+	[ "$(wget -q -O - --post-file /tmp/up "$url/sink")" = "$want" ]
+}
+
+timed up
+up_bytes=$((n * $(wc -c < /tmp/up)))
+up_cs=$took
+check "every upload arrived intact ($n)" [ "$bad" -eq 0 ]
+
+diag "tput: disk_write_mb=$write_mb disk_write_cs=$write_cs" \
+	"disk_read_mb=$read_mb disk_read_cs=$read_cs" \
+	"net_down_bytes=$down_bytes net_down_cs=$down_cs" \
+	"net_up_bytes=$up_bytes net_up_cs=$up_cs"
+plan
