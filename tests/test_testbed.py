@@ -456,6 +456,20 @@ def test_bench_viommu_names_every_round_ours_loses():
                                            "lazy unmap, round 1: 1.01x"]
 
 
+def test_lint_compiles_an_included_test_with_its_includer(tmp_path):
+    """A test #included by its driver (arm-smmu-v3-gpt-test.c) is compiled
+    as part of the driver's object, not as an object of its own."""
+    from testbed.lint import includer
+
+    d = tmp_path / "drivers" / "x"
+    d.mkdir(parents=True)
+    (d / "drv.c").write_text('int a;\n#ifdef T\n#include "drv-test.c"\n#endif\n')
+    (d / "drv-test.c").write_text("int b;\n")
+    (d / "other.c").write_text('#include "drv.h"\n')
+    assert includer("drivers/x/drv-test.c", tmp_path) == "drivers/x/drv.c"
+    assert includer("drivers/x/other.c", tmp_path) == "drivers/x/other.c"
+
+
 def test_bench_throughput_ratios_and_goal():
     """bench-throughput: tput-bench's line read into MB/s, each rate against
     no IOMMU's round by round, and every round in which strict page-table
