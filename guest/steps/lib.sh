@@ -30,3 +30,12 @@ plan() {
 	echo "1..$TB_N"
 	exit $TB_FAILED
 }
+
+# net_up: loopback and the NIC on QEMU's user network (the guest 10.0.2.15,
+# the host 10.0.2.2), with one test that eth0 came up
+net_up() {
+	ip link set lo up
+	ip link set eth0 up
+	ip addr add 10.0.2.15/24 dev eth0
+	check "eth0 is up" ip link show eth0
+}

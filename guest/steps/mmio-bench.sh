@@ -16,9 +16,7 @@ virtio_irqs() {
 	} END { print s + 0 }' /proc/interrupts
 }
 
-ip link set lo up
-ip link set eth0 up
-ip addr add 10.0.2.15/24 dev eth0
+net_up
 before=$(virtio_irqs)
 out=$(io_bench rr 10.0.2.2 "$TB_RR_PORT" "$secs")
 check "round trips over the NIC ran" [ -n "$out" ]

@@ -5,10 +5,7 @@
 # exchange with L1's server). Times from /proc/uptime (centiseconds).
 # The host reads the "# netbench:" line.
 . /steps/lib.sh
-ip link set lo up
-ip link set eth0 up
-ip addr add 10.0.2.15/24 dev eth0
-check "eth0 is up" ip link show eth0
+net_up
 url="http://10.0.2.2:$TB_HTTP_PORT"
 
 # now: centiseconds since boot

@@ -3,10 +3,7 @@
 # host's HTTP server (10.0.2.2) and compare its digest, then POST one back;
 # the server answers with the digest of what it received.
 . /steps/lib.sh
-ip link set lo up
-ip link set eth0 up
-ip addr add 10.0.2.15/24 dev eth0
-check "eth0 is up" ip link show eth0
+net_up
 sum=$(wget -q -O - "http://10.0.2.2:$TB_HTTP_PORT/blob" | sha256sum | cut -d' ' -f1)
 check "download through the NIC arrives intact" [ "$sum" = "$TB_NET_SHA256" ]
 # busybox wget posts its file as a C string: send text (base64), not bytes.

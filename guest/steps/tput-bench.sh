@@ -63,10 +63,7 @@ check "direct reads succeeded ($n passes)" [ "$bad" -eq 0 ]
 check "the disk still reads back what was written" [ "$(disk_sum)" = "$want" ]
 rm -f /tmp/tp.r
 
-ip link set lo up
-ip link set eth0 up
-ip addr add 10.0.2.15/24 dev eth0
-check "eth0 is up" ip link show eth0
+net_up
 url="http://10.0.2.2:$TB_HTTP_PORT"
 
 down() {
