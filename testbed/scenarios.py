@@ -268,6 +268,16 @@ PT = (
 )
 
 
+# Page-table mode on the 16K and 64K kernels (make check-full): the guest
+# builds ARMv8 stage-1 tables of its own granule, and QEMU's SMMU walk
+# (smmu_ptw()) reads them at that granule.
+PT += tuple(dataclasses.replace(
+    PT[2], name=f"arm64-virtio-iommu-pt-{kib}k", kernel=f"arm64-{kib}k", full_only=True,
+    summary=f"arm64-virtio-iommu-pt on {kib} KiB pages: {kib}K-granule stage-1 tables",
+    env={**PT[2].env, "TB_IOMMU_GRANULE": hex(kib << 10)})
+    for kib in (16, 64))
+
+
 def _smmuv3_granule(kib: int) -> Scenario:
     """SMMUv3 on a kernel with @kib KiB pages: the driver takes the granule
     of the CPU page size, so its tables are generic_pt's ARMv8 format at
