@@ -369,16 +369,18 @@ VIOMMU_MEDIANS = ("map_ns", "unmap_ns", "requests_per_1k_maps", "kicks_per_1k_ma
                   "invalidates_per_1k_maps")
 
 
-def median_row(runs: list[dict], keys: tuple[str, ...]) -> dict:
+def median_row(runs: list[dict], keys: tuple[str, ...],
+               per_round: tuple[str, ...] = ()) -> dict:
     """One row from repeated boots of the same path: the median of each of
-    @keys (those the runs have), and each run's times and kicks."""
+    @keys (those the runs have), and each run's times and kicks and each
+    of @per_round as "<key>_runs"."""
     out = dict(runs[0])
     for key in keys:
         if key in out:
             vals = [r[key] for r in runs]
             med = statistics.median(vals)
             out[key] = round(med, 1) if isinstance(med, float) else int(med)
-    for key in ("map_ns", "unmap_ns", "kicks_per_1k_maps"):
+    for key in ("map_ns", "unmap_ns", "kicks_per_1k_maps", *per_round):
         if key in out:
             out[f"{key}_runs"] = [r[key] for r in runs]
     out["runs"] = len(runs)
@@ -644,14 +646,8 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3) -> Path:
                                           prepare=lambda sc, threads, secs: sc)
     finally:
         server.shutdown()
-    rows = []
-    for row, _ in runs:
-        if row not in measured:
-            continue
-        med = median_row(measured[row], MMIO_MEDIANS)
-        for key in ("rr_per_s", "randread_per_s"):
-            med[f"{key}_runs"] = [r[key] for r in measured[row]]
-        rows.append(med)
+    rows = [median_row(measured[row], MMIO_MEDIANS, ("rr_per_s", "randread_per_s"))
+            for row, _ in runs if row in measured]
     return write_rows("mmio.json", rows, mmio_table, errors, 1, seconds)
 
 
@@ -742,14 +738,8 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3) -> Path:
         qemu_build.build()
     measured, errors = measure_rounds(runs, tput_row, 1, seconds, rounds, build,
                                       prepare=lambda sc, threads, secs: sc)
-    rows = []
-    for key, _ in runs:
-        if key not in measured:
-            continue
-        med = median_row(measured[key], TPUT_RATES)
-        for rate in TPUT_RATES:
-            med[f"{rate}_runs"] = [r[rate] for r in measured[key]]
-        rows.append(med)
+    rows = [median_row(measured[key], TPUT_RATES, TPUT_RATES)
+            for key, _ in runs if key in measured]
     add_tput_ratios(rows)
     out = write_rows("throughput.json", rows, tput_table, errors, 1, seconds)
     for line in below_goal(rows):

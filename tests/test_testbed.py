@@ -486,6 +486,12 @@ def test_bench_throughput_ratios_and_goal():
         return {"iommu": iommu, "mode": mode, **rates,
                 **{f"{k}_runs": runs for k in bench.TPUT_RATES}}
 
+    med = bench.median_row([{"iommu": "pt", "mode": "strict", **rates},
+                            {"iommu": "pt", "mode": "strict", **rates, "net_up_mb_s": 12.0},
+                            {"iommu": "pt", "mode": "strict", **rates, "net_up_mb_s": 11.0}],
+                           bench.TPUT_RATES, bench.TPUT_RATES)
+    assert med["net_up_mb_s"] == 11.0 and med["net_up_mb_s_runs"] == [10.0, 12.0, 11.0]
+    assert med["disk_read_mb_s_runs"] == [10.0] * 3 and med["runs"] == 3
     none = row("none", "-", [10.0, 10.0])
     pt = row("pt", "strict", [9.5, 8.0])
     mu = row("map-unmap", "strict", [1.0, 1.0])
