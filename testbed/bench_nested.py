@@ -2,14 +2,19 @@
 """`make bench-vhost`'s guest rows: an L2 guest on the nested test bed
 (testbed/nested.py), the same L1 kernel and run, behind
 (a) QEMU's userspace virtio-iommu (vhost-net through QEMU's device IOTLB),
-(b) vhost-iommu (/dev/vhost-iommu in L1's kernel),
+(b) vhost-iommu (/dev/vhost-iommu in L1's kernel), L2's driver told not
+to use posted MAP (virtio_iommu.posted_map=0),
+(c) vhost-iommu with posted MAP (the driver's default),
 (d) no IOMMU.
 L2 times a download and an upload through vhost-net, a run of small HTTP
 requests (guest/steps/net-bench.sh), then dma_map_benchmark on its spare
 edu (guest/steps/dma-bench.sh, one thread: L2 has one CPU, strict
 domains). The paths boot in turn, @rounds times over; each row is the
-median of its boots. Ratios (b)/(a) and (b)/(d) are of the rows' values
-(a rate above 1 is (b) faster; a latency above 1 is (b) slower).
+median of its boots, with every boot's value kept. Ratios (b)/(a),
+(b)/(d), (c)/(b) and (c)/(d) are of the rows' values (a rate above 1 is
+the first faster; a latency above 1 is it slower). Behind an IOMMU the
+row also has L2's driver's notifications per 1000 map+unmap pairs of
+dma_map_benchmark (its debugfs counters before and after).
 Everything runs under TCG inside TCG: the numbers compare paths on this
 bed, not what hardware would give.
 """
@@ -22,28 +27,38 @@ import statistics
 from pathlib import Path
 
 from . import kernel, nested, qemu_build
-from .bench import latencies, write_rows
+from .bench import driver_counts, latencies, per_1k, write_rows
 from .shell import StepError, step
 
-# (key, nested scenario, the group type the edu must sit in)
-PATHS = (("a", "x86_64-nested-viommu", "DMA"),
-         ("b", "x86_64-nested-vhost-iommu", "DMA"),
-         ("d", "x86_64-nested-noiommu", "none"))
-LABELS = {"a": "(a) QEMU virtio-iommu", "b": "(b) vhost-iommu", "d": "(d) no IOMMU"}
+# (key, nested scenario, the group type the edu must sit in, more of L2's
+# command line)
+PATHS = (("a", "x86_64-nested-viommu", "DMA", ""),
+         ("b", "x86_64-nested-vhost-iommu", "DMA", "virtio_iommu.posted_map=0"),
+         ("c", "x86_64-nested-vhost-iommu", "DMA", ""),
+         ("d", "x86_64-nested-noiommu", "none", ""))
+LABELS = {"a": "(a) QEMU virtio-iommu", "b": "(b) vhost-iommu",
+          "c": "(c) vhost, posted MAP", "d": "(d) no IOMMU"}
 METRICS = ("down_MBps", "up_MBps", "rr_per_s", "map_ns", "unmap_ns")
+# L2's driver's notifications per 1000 map+unmap pairs, behind an IOMMU
+KICKS = "kicks_per_1k_pairs"
+# (row, reference): the ratios written on the row
+RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"))
 NETBENCH = re.compile(r"netbench: down_bytes=(?P<db>\d+) down_cs=(?P<dc>\d+) "
                       r"up_bytes=(?P<ub>\d+) up_cs=(?P<uc>\d+) rr=(?P<rr>\d+) "
                       r"rr_cs=(?P<rc>\d+)")
 
 
-def bench_nested(name: str, group: str, seconds: float, rr: int) -> nested.Nested:
-    """Nested scenario @name with the bench's L2 steps."""
+def bench_nested(name: str, group: str, seconds: float, rr: int,
+                 append: str = "") -> nested.Nested:
+    """Nested scenario @name with the bench's L2 steps, @append on L2's
+    command line."""
     n = nested.NESTED[name]
     env = (("TB_BENCH_GROUP", group), ("TB_BENCH_THREADS", "1"),
            ("TB_BENCH_SECONDS", str(int(seconds))), ("TB_NET_RR", str(rr)))
+    strict = "iommu.strict=1" if group != "none" else ""
     return dataclasses.replace(
         n, l2_steps=("net-bench", "dma-bench"), l2_env=n.l2_env + env,
-        l2_append="iommu.strict=1" if group != "none" else "")
+        l2_append=" ".join(a for a in (strict, append) if a))
 
 
 def _rate(amount: float, cs: int) -> float:
@@ -69,7 +84,8 @@ def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
     rows = []
     for key, runs in measured.items():
         row = {"iommu": key, "label": LABELS[key], "runs": len(runs)}
-        for k in METRICS:
+        have = METRICS + ((KICKS,) if all(KICKS in r for r in runs) else ())
+        for k in have:
             vals = [r[k] for r in runs]
             med = statistics.median(vals)
             # latencies stay whole ns, rates two decimals
@@ -81,43 +97,43 @@ def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
 
 
 def add_ratios(rows: list[dict]) -> None:
-    """(b)/(a) and (b)/(d) of each metric, on row (b)."""
+    """RATIOS of each metric: on row (b) vs_a and vs_d, on (c) vs_b and
+    vs_d."""
     by = {r["iommu"]: r for r in rows}
-    b = by.get("b")
-    if not b:
-        return
-    for ref in ("a", "d"):
-        if ref in by:
-            b[f"vs_{ref}"] = {k: round(b[k] / by[ref][k], 2) if by[ref][k] else None
-                              for k in METRICS}
+    for key, ref in RATIOS:
+        if key in by and ref in by:
+            row, base = by[key], by[ref]
+            row[f"vs_{ref}"] = {k: round(row[k] / base[k], 2) if base[k] else None
+                                for k in METRICS}
 
 
 def table(rows: list[dict]) -> str:
     out = [f"{'L2 behind':22} {'down MB/s':>9} {'up MB/s':>8} {'req/s':>7} "
-           f"{'map ns':>8} {'unmap ns':>8}"]
+           f"{'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8}"]
     for r in rows:
         out.append(f"{r['label']:22} {r['down_MBps']:>9} {r['up_MBps']:>8} "
-                   f"{r['rr_per_s']:>7} {r['map_ns']:>8} {r['unmap_ns']:>8}")
-    b = next((r for r in rows if r["iommu"] == "b"), {})
-    for ref in ("a", "d"):
-        v = b.get(f"vs_{ref}")
+                   f"{r['rr_per_s']:>7} {r['map_ns']:>8} {r['unmap_ns']:>8} "
+                   f"{r.get(KICKS, '-'):>8}")
+    by = {r["iommu"]: r for r in rows}
+    for key, ref in RATIOS:
+        v = by.get(key, {}).get(f"vs_{ref}")
         if v:
-            out.append(f"{'(b)/(' + ref + ')':22} " + " ".join(
+            out.append(f"{'(' + key + ')/(' + ref + ')':22} " + " ".join(
                 f"{(f'{v[k]:.2f}x' if v[k] is not None else '-'):>{w}}"
                 for k, w in zip(METRICS, (9, 8, 7, 8, 8))))
     return "\n".join(out)
 
 
 def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) -> Path:
-    """Boot (a), (b), (d) in turn, @rounds times; write vhost-guest.json."""
+    """Boot (a) to (d) in turn, @rounds times; write vhost-guest.json."""
     if build:
         kernel.build_all(["x86_64"])
         qemu_build.build()
     measured: dict[str, list[dict]] = {}
     errors = []
     for i in range(rounds):
-        for key, name, group in PATHS:
-            n = bench_nested(name, group, seconds, rr)
+        for key, name, group, append in PATHS:
+            n = bench_nested(name, group, seconds, rr, append)
             with step(f"boot {name} for the bench (round {i + 1} of {rounds})"):
                 result = nested.run(n, tag="-bench")
             net = result.l2.steps.get("net-bench")
@@ -129,6 +145,9 @@ def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) 
             lat = latencies(name, dma.diagnostics(), result.log)
             row = {**net_row(net.diagnostics()), "map_ns": lat["map"],
                    "unmap_ns": lat["unmap"], "boot_s": round(result.seconds)}
+            counts = driver_counts(dma.diagnostics())
+            if counts and counts["pairs"]:
+                row[KICKS] = per_1k(counts["kicks"], counts["pairs"])
             measured.setdefault(key, []).append(row)
     rows = median_rows(measured)
     if rows:

@@ -23,11 +23,12 @@ PROGRAMS = (
     # a guest's stage 1 over a VFIO nesting container (shadowed)
     ("tools/testing/selftests/iommu/vfio_nested.c", "vfio_nested", False),
     # vhost-iommu: the device, what a guest may cost, vhost-net bound to it,
-    # page-table sharing
+    # page-table sharing, posted MAP
     ("tools/testing/selftests/iommu/vhost_iommu.c", "vhost_iommu", False),
     ("tools/testing/selftests/iommu/vhost_iommu_limits.c", "vhost_iommu_limits", False),
     ("tools/testing/selftests/iommu/vhost_iommu_net.c", "vhost_iommu_net", False),
     ("tools/testing/selftests/iommu/vhost_iommu_table.c", "vhost_iommu_table", False),
+    ("tools/testing/selftests/iommu/vhost_iommu_posted.c", "vhost_iommu_posted", False),
     # `make bench-viommu` (linux/map_benchmark.h is not uAPI in 6.12)
     ("tools/testing/selftests/dma/dma_map_benchmark.c", "dma_map_benchmark", True),
 )

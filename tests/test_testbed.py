@@ -529,3 +529,14 @@ def test_bench_vhost_guest_rows_and_ratios():
     assert even["map_ns"] == 750 and isinstance(even["map_ns"], int)
     text = bn.table(rows)
     assert "(b)/(a)" in text and "2.00x" in text and "0.50x" in text
+    # posted MAP: (c) against (b) and (d); the notifications per 1000
+    # pairs where every boot has them
+    kicked = [dict(run(4.0, 400), kicks_per_1k_pairs=2000.0)]
+    posted = [dict(run(4.0, 100), kicks_per_1k_pairs=1001.0),
+              dict(run(4.0, 100), kicks_per_1k_pairs=999.0)]
+    rows = bn.median_rows({"b": kicked, "c": posted, "d": [run(8.0, 0)]})
+    b, c, d = rows
+    assert c["kicks_per_1k_pairs"] == 1000.0 and "kicks_per_1k_pairs" not in d
+    bn.add_ratios(rows)
+    assert c["vs_b"]["map_ns"] == 0.25 and c["vs_d"]["down_MBps"] == 0.5
+    assert "vs_a" not in b and "(c)/(b)" in bn.table(rows)

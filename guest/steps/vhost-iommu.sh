@@ -14,8 +14,9 @@ if ! modprobe vhost_net; then
 	rc=1
 fi
 # The device against virtio 1.3; what a guest may cost the host; vhost-net
-# bound to it; page-table sharing
-for t in vhost_iommu vhost_iommu_limits vhost_iommu_net vhost_iommu_table; do
+# bound to it; page-table sharing; posted MAP
+for t in vhost_iommu vhost_iommu_limits vhost_iommu_net vhost_iommu_table \
+	 vhost_iommu_posted; do
 	"/bin/$t" || rc=1
 done
 exec 3<>/dev/vhost-iommu

@@ -7,7 +7,7 @@
 # module parameter; no MAP or UNMAP sent, INVALIDATEs sent, at most one per
 # unmap (fewer in lazy domains); TB_VIOMMU_INVAL_MAP=1: INVALIDATEs after
 # maps too. Otherwise (MAP/UNMAP mode) no request of page-table sharing may
-# have been sent.
+# have been sent. TB_VIOMMU_POSTED=1: posted MAP negotiated and used.
 . /steps/lib.sh
 n=0
 for f in /sys/kernel/debug/virtio-iommu/*/stats; do
@@ -69,11 +69,24 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	# a batch for up to its timeout (10 ms): look again after it.
 	sent() { echo $(($(get attach) + $(get detach) + $(get map) + $(get unmap) + $(get probe) + \
 		$(get attach_table) + $(get invalidate))); }
+	# With posted MAP, MAPs may wait unnotified for the device to fetch
+	# them: they are the only requests left unkicked.
 	[ "$(get kicked_requests)" -eq "$(sent)" ] || sleep 1
 	kicked=$(get kicked_requests)
+	unkicked=$(get unkicked)
 	queued=$(sent)
-	check "$dev: kicks ($(get kicks)) carried every request queued ($kicked of $queued)" \
-		[ "$(get kicks)" -gt 0 -a "$kicked" -eq "$queued" ]
+	check "$dev: kicks ($(get kicks)) carried every request queued ($kicked + $unkicked posted of $queued)" \
+		[ "$(get kicks)" -gt 0 -a $((kicked + unkicked)) -eq "$queued" ]
+	if [ "$(get posted)" != yes ]; then
+		check "$dev: no request left unkicked without posted MAP ($unkicked)" \
+			[ "$unkicked" -eq 0 ]
+	fi
+	# TB_VIOMMU_POSTED=1: the device offered posted MAP (vhost-iommu), and
+	# MAPs went unnotified
+	if [ "$TB_VIOMMU_POSTED" = 1 ]; then
+		check "$dev: posted MAP negotiated ($(get posted)), MAPs left for the device to fetch ($(get posted_syncs) syncs)" \
+			[ "$(get posted)" = yes -a "$(get posted_syncs)" -gt 0 ]
+	fi
 	if [ -n "$TB_VIOMMU_DOMAIN" ]; then
 		check "$dev: endpoints sit in $TB_VIOMMU_DOMAIN domains" \
 			grep -q "^domain [0-9]* type=$TB_VIOMMU_DOMAIN endpoints=[1-9]" "$f"

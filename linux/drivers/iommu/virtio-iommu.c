@@ -29,6 +29,13 @@
  * endpoint become table domains (virtio-iommu-table.c): maps send nothing,
  * unmaps one INVALIDATE per sync or flush. virtio_iommu.map_unmap=1 keeps
  * MAP/UNMAP mode on such a device, to compare the two.
+ *
+ * Posted MAP (VIRTIO_IOMMU_F_POSTED_MAP): where every endpoint of a domain
+ * has its DMA translated in software (vhost, emulated devices), the device
+ * serves the request queue before it fails a translation, so
+ * iotlb_sync_map() leaves the domain's MAPs queued, unnotified: the next
+ * sync (an unmap's, in strict mode) sends them with its own requests.
+ * virtio_iommu.posted_map=0 notifies them, to compare the two.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -69,6 +76,11 @@ static bool map_unmap;
 module_param(map_unmap, bool, 0444);
 MODULE_PARM_DESC(map_unmap,
 		 "Use MAP/UNMAP requests even with a device that walks page tables (do not negotiate VIRTIO_IOMMU_F_ATTACH_TABLE)");
+
+static bool posted_map = true;
+module_param(posted_map, bool, 0444);
+MODULE_PARM_DESC(posted_map,
+		 "Leave MAP requests unnotified for endpoints whose DMA the device translates in software (negotiate VIRTIO_IOMMU_F_POSTED_MAP; default on)");
 
 /*
  * The table formats the driver builds, in the order it wants them: its own
@@ -373,6 +385,7 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 	struct virtio_iommu_req_probe *probe;
 	struct viommu_probe_prop prop;
 	unsigned int nr_offers = 0;
+	bool posted = false;
 	size_t pos = 0;
 	int ret;
 
@@ -404,6 +417,10 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 				offers[nr_offers++] = prop.table;
 			continue;
 		}
+		if (prop.type == VIRTIO_IOMMU_PROBE_T_POSTED_MAP) {
+			posted = viommu->posted;
+			continue;
+		}
 		if (prop.type != VIRTIO_IOMMU_PROBE_T_RESV_MEM) {
 			dev_dbg(vdev->dev, "ignoring probe property %#x\n",
 				prop.type);
@@ -417,8 +434,11 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 		dev_err(vdev->dev,
 			"malformed PROBE properties for endpoint %u at offset %zu\n",
 			epid, pos);
-	if (!ret)
+	if (!ret) {
 		viommu_choose_table(viommu, vdev, first, offers, nr_offers);
+		/* A device with several IDs: posted only if all are */
+		vdev->posted = posted && (first || vdev->posted);
+	}
 out_unlock:
 	mutex_unlock(&viommu->probe_mutex);
 	return ret;
@@ -731,6 +751,8 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 				"DETACH of endpoint %u from domain %u failed: %d\n",
 				fwspec->ids[i], vdomain->id, ret);
 	}
+	if (!vdev->posted)
+		atomic_dec(&vdomain->nr_unposted);
 	viommu_set_ep_domain(vdev, NULL);
 }
 
@@ -773,6 +795,12 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		viommu_set_endpoints(old, old->nr_endpoints - 1);
 		mutex_unlock(&old->mutex);
 	}
+	/*
+	 * Counted in before the ATTACH: a MAP queued from now on is notified,
+	 * and the ATTACH's own notification sends those queued before it.
+	 */
+	if (!vdev->posted)
+		atomic_inc(&vdomain->nr_unposted);
 
 	mutex_lock(&vdomain->mutex);
 	if (viommu_is_table(vdomain)) {
@@ -814,6 +842,13 @@ out_attached:
 		}
 	}
 	mutex_unlock(&vdomain->mutex);
+	/* The endpoint left the old domain, and is in the new one or none */
+	if (!vdev->posted) {
+		if (old)
+			atomic_dec(&old->nr_unposted);
+		if (ret)
+			atomic_dec(&vdomain->nr_unposted);
+	}
 	viommu_set_ep_domain(vdev, ret ? NULL : vdomain);
 	return ret;
 }
@@ -934,6 +969,15 @@ static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 	/* Also called while the core builds direct mappings, before attach */
 	if (!vdomain->viommu || !READ_ONCE(vdomain->nr_endpoints) || !size)
 		return 0;
+	/*
+	 * Posted MAP: the device fetches the MAPs before it faults. A MAP it
+	 * refuses is reported when the answer is collected (see
+	 * viommu_domain_request_failed()); the DMA faults.
+	 */
+	if (vdomain->viommu->posted && !atomic_read(&vdomain->nr_unposted)) {
+		this_cpu_inc(*vdomain->viommu->posted_syncs);
+		return 0;
+	}
 	ret = viommu_sync(vdomain->viommu, false,
 			  viommu_domain_combines(vdomain));
 	if (ret)
@@ -1164,14 +1208,16 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 	struct viommu_dev *viommu = s->private;
 	struct viommu_event_stats ev;
 	struct viommu_domain *vdomain;
-	u64 exit_ns, dma_maps = 0, dma_reqs;
+	u64 exit_ns, dma_maps = 0, posted_syncs = 0, dma_reqs;
 	struct viommu_stats st;
+	unsigned int unkicked;
 	unsigned long flags;
 	int cpu;
 
 	spin_lock_irqsave(&viommu->rq_lock, flags);
 	st = viommu->stats;
 	exit_ns = viommu->exit_ns;
+	unkicked = viommu->unkicked;
 	spin_unlock_irqrestore(&viommu->rq_lock, flags);
 	spin_lock_irqsave(&viommu->ep_lock, flags);
 	ev = viommu->evstats;
@@ -1187,14 +1233,18 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.requests[VIRTIO_IOMMU_T_ATTACH_TABLE],
 		   st.requests[VIRTIO_IOMMU_T_INVALIDATE]);
 	/* What the DMA path costs in requests, whatever the mode */
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		dma_maps += *per_cpu_ptr(viommu->dma_maps, cpu);
+		posted_syncs += *per_cpu_ptr(viommu->posted_syncs, cpu);
+	}
 	dma_reqs = st.requests[VIRTIO_IOMMU_T_MAP] +
 		   st.requests[VIRTIO_IOMMU_T_UNMAP] +
 		   st.requests[VIRTIO_IOMMU_T_INVALIDATE];
 	seq_printf(s, "mode %s\ndma_maps %llu\nrequests_per_1000_maps %llu\n",
 		   viommu->tables ? "page-table" : "map-unmap", dma_maps,
 		   dma_maps ? div64_u64(dma_reqs * 1000, dma_maps) : 0);
+	seq_printf(s, "posted %s\nposted_syncs %llu\nunkicked %u\n",
+		   viommu->posted ? "yes" : "no", posted_syncs, unkicked);
 	seq_printf(s, "errors %llu\nbad_answers %llu\n", st.errors,
 		   st.bad_answers);
 	seq_printf(s, "kicks %llu\nkicked_requests %llu\nkicks_unneeded %llu\n",
@@ -1357,6 +1407,8 @@ static int viommu_apply_config(struct viommu_dev *viommu)
 	viommu->probe_size = cfg.probe_size;
 	viommu->tables = virtio_has_feature(viommu->vdev,
 					    VIRTIO_IOMMU_F_ATTACH_TABLE);
+	viommu->posted = virtio_has_feature(viommu->vdev,
+					    VIRTIO_IOMMU_F_POSTED_MAP);
 	viommu->map_flags = VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE;
 	if (virtio_has_feature(viommu->vdev, VIRTIO_IOMMU_F_MMIO))
 		viommu->map_flags |= VIRTIO_IOMMU_MAP_F_MMIO;
@@ -1414,7 +1466,8 @@ static int viommu_probe(struct virtio_device *vdev)
 		return -ENOMEM;
 	/* Counted per CPU: the map path shares no cache line for it */
 	viommu->dma_maps = devm_alloc_percpu(dev, u64);
-	if (!viommu->dma_maps)
+	viommu->posted_syncs = devm_alloc_percpu(dev, u64);
+	if (!viommu->dma_maps || !viommu->posted_syncs)
 		return -ENOMEM;
 	viommu->dev = dev;
 	viommu->vdev = vdev;
@@ -1540,6 +1593,9 @@ static int viommu_validate(struct virtio_device *vdev)
 	 */
 	if (map_unmap || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
 		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_ATTACH_TABLE);
+	/* Posted MAP is a PROBE property too */
+	if (!posted_map || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
+		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_POSTED_MAP);
 	return 0;
 }
 
@@ -1573,6 +1629,7 @@ static unsigned int features[] = {
 	VIRTIO_IOMMU_F_MMIO,
 	VIRTIO_IOMMU_F_BYPASS_CONFIG,
 	VIRTIO_IOMMU_F_ATTACH_TABLE,
+	VIRTIO_IOMMU_F_POSTED_MAP,
 };
 
 static const struct virtio_device_id id_table[] = {

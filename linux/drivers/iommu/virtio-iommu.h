@@ -125,8 +125,10 @@ struct viommu_dev {
 	bool				bypass;		/* identity by bypassing */
 	bool				identity;	/* by bypass or 1:1 maps */
 	bool				tables;		/* ATTACH_TABLE negotiated */
+	bool				posted;		/* POSTED_MAP negotiated */
 	unsigned long			fmts_said;	/* formats logged, by number */
 	u64 __percpu			*dma_maps;	/* map_pages() calls */
+	u64 __percpu			*posted_syncs;	/* MAPs left unnotified */
 
 	struct dentry			*debugfs;
 };
@@ -189,6 +191,8 @@ struct viommu_domain {
 	u32				map_flags;
 	bool				bypass;
 	unsigned int			nr_endpoints;
+	/* Endpoints attached or attaching without POSTED_MAP: MAPs kick */
+	atomic_t			nr_unposted;
 
 	struct viommu_maps		maps;
 
@@ -213,6 +217,8 @@ struct viommu_endpoint {
 	struct list_head		resv_regions;
 	/* The table the endpoint's PROBE allows; format 0: none */
 	struct viommu_table_cfg		table;
+	/* Every ID's PROBE had POSTED_MAP: MAPs may wait unnotified */
+	bool				posted;
 };
 
 #define to_viommu_domain(d)	container_of(d, struct viommu_domain, domain)

@@ -188,6 +188,10 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 
 		perm = vhost_iommu_miss_perm(access, &fault);
 		ret = vhost_iommu_answer(b, iova, perm, &reason);
+		/* Posted MAP: the MAP may wait unnotified in the queue */
+		if ((ret == -ENOENT || ret == -EACCES) &&
+		    vhost_iommu_fetch_posted(b->v))
+			ret = vhost_iommu_answer(b, iova, perm, &reason);
 		/* The device's access faults: it stays stopped, the guest hears */
 		if (ret)
 			vhost_dev_iotlb_unanswered(b->dev, iova, access);

@@ -39,6 +39,15 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 		p->start = cpu_to_le64(ep->resv[i].start);
 		p->end = cpu_to_le64(ep->resv[i].end);
 	}
+	/* Misses of this endpoint fetch unnotified requests first */
+	if (vhost_iommu_acked(v, VIRTIO_IOMMU_F_POSTED_MAP) &&
+	    !(ep->flags & VHOST_IOMMU_EP_F_NO_POSTED_MAP)) {
+		struct virtio_iommu_probe_posted_map *pm = (void *)p;
+
+		pm->head.type = cpu_to_le16(VIRTIO_IOMMU_PROBE_T_POSTED_MAP);
+		pm->head.length = cpu_to_le16(sizeof(*pm) - sizeof(pm->head));
+		p = (void *)(pm + 1);
+	}
 	/* The table formats every endpoint may be attached with */
 	if (vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
 		vhost_iommu_table_props(v, (u8 *)p);
@@ -217,44 +226,88 @@ static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
 	return true;
 }
 
+/*
+ * Serve the available requests, vq->mutex held: until the ring is empty,
+ * or, from a kick (@limit 0), until the worker's weight is spent (the work
+ * is queued again then).  Returns how many were served.
+ */
+static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
+				      struct vhost_virtqueue *vq,
+				      unsigned int limit)
+{
+	unsigned int out, in, n = 0;
+	int head;
+	u32 len;
+
+	vhost_disable_notify(&v->dev, vq);
+	for (;;) {
+		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
+					 &out, &in, NULL, NULL);
+		if (head == vq->num) {
+			/* Empty: notifications on, unless a request came */
+			if (likely(!vhost_enable_notify(&v->dev, vq)))
+				break;
+			vhost_disable_notify(&v->dev, vq);
+			continue;
+		}
+		if (unlikely(head < 0)) {
+			if (!vhost_iommu_skip_bad(v, vq))
+				break;
+		} else {
+			len = vhost_iommu_handle_one(v, vq, out, in);
+			if (vhost_add_used(vq, head, len))
+				break;
+		}
+		if (!limit && vhost_exceeds_weight(vq, ++n, 0))
+			break;
+		/* Notifications stay off: the worker takes the rest */
+		if (limit && ++n >= limit) {
+			vhost_poll_queue(&vq->poll);
+			break;
+		}
+	}
+	vhost_signal(&v->dev, vq);
+	return n;
+}
+
 void vhost_iommu_handle_req_kick(struct vhost_work *work)
 {
 	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
 						  poll.work);
 	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
-	unsigned int out, in;
-	int head, n = 0;
-	u32 len;
 
 	mutex_lock(&vq->mutex);
-	if (!vhost_vq_get_backend(vq))
-		goto out;
-	vhost_disable_notify(&v->dev, vq);
-	for (;;) {
-		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
-					 &out, &in, NULL, NULL);
-		if (unlikely(head < 0)) {
-			if (!vhost_iommu_skip_bad(v, vq) ||
-			    vhost_exceeds_weight(vq, ++n, 0))
-				break;
-			continue;
-		}
-		if (head == vq->num) {
-			if (unlikely(vhost_enable_notify(&v->dev, vq))) {
-				vhost_disable_notify(&v->dev, vq);
-				continue;
-			}
-			break;
-		}
-		len = vhost_iommu_handle_one(v, vq, out, in);
-		if (vhost_add_used(vq, head, len))
-			break;
-		if (vhost_exceeds_weight(vq, ++n, 0))
-			break;
-	}
-	vhost_signal(&v->dev, vq);
-out:
+	if (vhost_vq_get_backend(vq))
+		vhost_iommu_serve(v, vq, 0);
 	mutex_unlock(&vq->mutex);
+}
+
+/**
+ * vhost_iommu_fetch_posted() - serve the requests the guest did not notify
+ * @v: the device; the caller holds none of its locks but dev.mutex, and
+ *     works in the owner's mm (an ioctl, or a kworker that took it)
+ *
+ * Posted MAP (VIRTIO_IOMMU_F_POSTED_MAP): the driver may leave a MAP for
+ * the device to find.  Before a translation fails, the device serves every
+ * request made available so far (rst: MUST), then translates again.  A
+ * ring holds at most vq->num requests, so vq->num bounds the work; past
+ * it the worker goes on.
+ *
+ * Return: whether a request was served, so that translating again may
+ * give another answer.
+ */
+bool vhost_iommu_fetch_posted(struct vhost_iommu *v)
+{
+	struct vhost_virtqueue *vq = &v->vqs[VHOST_IOMMU_VQ_REQUEST];
+	unsigned int n = 0;
+
+	if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_POSTED_MAP) || !current->mm)
+		return false;
+	mutex_lock(&vq->mutex);
+	if (vhost_vq_get_backend(vq))
+		n = vhost_iommu_serve(v, vq, vq->num);
+	mutex_unlock(&vq->mutex);
+	return n;
 }
 
 /* Is @dev a vhost-iommu? */

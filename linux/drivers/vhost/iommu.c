@@ -45,7 +45,8 @@ MODULE_PARM_DESC(max_table_pages,
 				 (1ULL << VIRTIO_IOMMU_F_MAP_UNMAP) |		\
 				 (1ULL << VIRTIO_IOMMU_F_PROBE) |		\
 				 (1ULL << VIRTIO_IOMMU_F_BYPASS_CONFIG) |	\
-				 (1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE))
+				 (1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE) |	\
+				 (1ULL << VIRTIO_IOMMU_F_POSTED_MAP))
 
 static struct lock_class_key vhost_iommu_vq_key;
 
@@ -150,13 +151,18 @@ static int vhost_iommu_start(struct vhost_iommu *v)
 
 /*
  * Do an endpoint's properties fit probe_size: its reserved regions, and
- * the table formats once page-table sharing is negotiated?
+ * the POSTED_MAP property and the table formats once their features are
+ * negotiated?
  */
 static int vhost_iommu_resv_fit(u32 nr_resv, const struct vhost_iommu_config *c,
 				u64 features)
 {
+	u64 posted = features & BIT_ULL(VIRTIO_IOMMU_F_POSTED_MAP) ?
+		     sizeof(struct virtio_iommu_probe_posted_map) : 0;
+
 	return (u64)nr_resv * sizeof(struct virtio_iommu_probe_resv_mem) +
-	       vhost_iommu_table_props_size(c, features) <= c->probe_size;
+	       posted + vhost_iommu_table_props_size(c, features) <=
+	       c->probe_size;
 }
 
 static u64 vhost_iommu_features(struct vhost_iommu *v)
@@ -235,13 +241,14 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.flags || e.reserved || e.reserved2[0] || e.reserved2[1] ||
-	    e.nr_resv > VHOST_IOMMU_MAX_RESV)
+	if ((e.flags & ~VHOST_IOMMU_EP_F_NO_POSTED_MAP) || e.reserved ||
+	    e.reserved2[0] || e.reserved2[1] || e.nr_resv > VHOST_IOMMU_MAX_RESV)
 		return -EINVAL;
 	ep = kzalloc(struct_size(ep, resv, e.nr_resv), GFP_KERNEL_ACCOUNT);
 	if (!ep)
 		return -ENOMEM;
 	ep->id = e.id;
+	ep->flags = e.flags;
 	ep->nr_resv = e.nr_resv;
 	if (copy_from_user(ep->resv, u64_to_user_ptr(e.resv_ptr),
 			   flex_array_size(ep, resv, e.nr_resv))) {
@@ -340,6 +347,12 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 	mutex_lock(&v->lock);
 	ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
 	mutex_unlock(&v->lock);
+	/* Posted MAP: the MAP may wait unnotified in the request queue */
+	if ((ret == -ENOENT || ret == -EACCES) && vhost_iommu_fetch_posted(v)) {
+		mutex_lock(&v->lock);
+		ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
+		mutex_unlock(&v->lock);
+	}
 	if ((ret == -ENOENT || ret == -EACCES) &&
 	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
 		vhost_iommu_report_fault(v, reason, fault, t.endpoint, t.iova);
@@ -359,8 +372,12 @@ static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 		return -EOPNOTSUPP;
 	if (v->running)
 		return -EBUSY;
-	/* The formats are PROBE properties (rst: MUST offer PROBE) */
-	if ((features & BIT_ULL(VIRTIO_IOMMU_F_ATTACH_TABLE)) &&
+	/*
+	 * The formats and POSTED_MAP are PROBE properties (rst: MUST offer
+	 * PROBE)
+	 */
+	if ((features & (BIT_ULL(VIRTIO_IOMMU_F_ATTACH_TABLE) |
+			 BIT_ULL(VIRTIO_IOMMU_F_POSTED_MAP))) &&
 	    !(features & BIT_ULL(VIRTIO_IOMMU_F_PROBE)))
 		return -EINVAL;
 	mutex_lock(&v->lock);

@@ -47,6 +47,7 @@ struct vhost_iommu_domain {
 
 struct vhost_iommu_ep {
 	u32 id;
+	u32 flags;				/* VHOST_IOMMU_EP_F_* */
 	struct vhost_iommu_domain *domain;
 	struct list_head node;			/* in domain->endpoints */
 	struct vhost_iommu_bound *binding;	/* a bound vhost device */
@@ -141,6 +142,7 @@ struct vhost_iommu *vhost_iommu_from_file(struct file *file);
 /* iommu-queue.c: the request and event queues */
 void vhost_iommu_handle_req_kick(struct vhost_work *work);
 void vhost_iommu_handle_evt_kick(struct vhost_work *work);
+bool vhost_iommu_fetch_posted(struct vhost_iommu *v);
 bool vhost_iommu_is_iommu(struct vhost_dev *dev);
 void vhost_iommu_report_fault(struct vhost_iommu *v, u8 reason, u32 flags,
 			      u32 endpoint, u64 address);

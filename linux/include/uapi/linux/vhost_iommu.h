@@ -108,7 +108,7 @@ struct vhost_iommu_resv_region {
 /**
  * struct vhost_iommu_endpoint - an endpoint the guest may attach
  * @id: the endpoint ID (QEMU uses the PCI requester ID)
- * @flags: zero (reserved)
+ * @flags: VHOST_IOMMU_EP_F_*, others reserved (EINVAL)
  * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
  * @reserved: zero
  * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
@@ -120,6 +120,15 @@ struct vhost_iommu_resv_region {
  *            maps into one of the endpoint's regions
  * @reserved2: zero
  */
+/*
+ * struct vhost_iommu_endpoint.flags: the endpoint's DMA is not translated
+ * here (a device assigned to the guest, translated by a hardware IOMMU):
+ * with VIRTIO_IOMMU_F_POSTED_MAP negotiated, its PROBE answer has no
+ * POSTED_MAP property, since nothing would fetch a MAP the guest did not
+ * notify before that DMA faults.
+ */
+#define VHOST_IOMMU_EP_F_NO_POSTED_MAP	(1 << 0)
+
 struct vhost_iommu_endpoint {
 	__u32 id;
 	__u32 flags;
@@ -161,6 +170,9 @@ struct vhost_iommu_endpoint {
  * endpoint without a domain, MAPPING otherwise; flags READ and WRITE as
  * asked, and ADDRESS) for the event queue; while the guest has no buffer
  * there up to 64 records wait, in order, and later ones are dropped.
+ * With VIRTIO_IOMMU_F_POSTED_MAP negotiated, a lookup about to fail first
+ * serves the requests the guest queued without notifying, then looks
+ * again: only what still fails is an error (or a fault).
  */
 struct vhost_iommu_translate {
 	__u32 endpoint;

@@ -508,9 +508,10 @@ TEST_F(viommu, probe_not_negotiated_used_len_0)
 
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
-	/* Page-table sharing needs PROBE: off too */
+	/* Page-table sharing and posted MAP need PROBE: off too */
 	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
 	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	f &= ~(1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	a = probe(self, 1, 0);
@@ -856,7 +857,7 @@ TEST_F(viommu, endpoint_ioctl_errors)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, add_ep(self->fd, 50, (void *)8, 1));
 	EXPECT_EQ(EFAULT, errno);
-	ep.flags = 1;
+	ep.flags = 1 << 1;	/* 1 << 0 is NO_POSTED_MAP */
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
 	EXPECT_EQ(EINVAL, errno);
 	ep.flags = 0;

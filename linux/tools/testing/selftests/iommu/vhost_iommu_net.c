@@ -738,21 +738,6 @@ static void *conc_vmm(void *arg)
 	return NULL;
 }
 
-/* Frame @seq: broadcast, our EtherType, then bytes that differ per frame */
-static void conc_frame(uint8_t *pkt, uint32_t seq)
-{
-	int i;
-
-	memset(pkt, 0, NET_HDR);
-	memset(pkt + NET_HDR, 0xff, 6);
-	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
-	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
-	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
-	memcpy(pkt + NET_HDR + 14, &seq, sizeof(seq));
-	for (i = 18; i < NET_FRAME; i++)
-		pkt[NET_HDR + i] = i * 7 + seq * 13 + 3;
-}
-
 TEST_F_TIMEOUT(viommu, vhost_net_concurrent_vmm, 300)
 {
 	double secs = count_from_env("VHOST_IOMMU_CONC_SECONDS", 3), end;
@@ -800,7 +785,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_concurrent_vmm, 300)
 		iova = NET_IOVA_BUF + (sent % 4) * PG;
 		gpa = GPA_BASE + NET_OFF_BUF + (sent % 8) * PG;
 		pkt = gpa_ptr(self->mem, gpa);
-		conc_frame(pkt, sent);
+		net_frame(pkt, sent);
 		rq_map(&r, NET_DOM, iova, gpa, VIRTIO_IOMMU_MAP_F_READ, S(OK));
 		what = sq_do(&c.q, net_user, &r, 1, why, sizeof(why));
 		if (*what) {
@@ -1092,7 +1077,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
 	evt_post(&self->eq, self->mem, 0, 8, 32);
 
 	/* Through the guest's table */
-	conc_frame(pkt, 3);
+	net_frame(pkt, 3);
 	ASSERT_EQ(NET_FRAME, shared_send(&n, 0, got, sizeof(got), 3000));
 	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
 	EXPECT_TRUE(evt_none(&self->eq));
@@ -1106,14 +1091,14 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table, 120)
 		     VIRTIO_IOMMU_FAULT_F_READ | FF_A, NET_EP, NET_IOVA_BUF);
 
 	/* Mapped again elsewhere: no INVALIDATE needed for a new entry */
-	conc_frame(pkt + PG, 5);
+	net_frame(pkt + PG, 5);
 	ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF + PG, 0,
 			    PT_R));
 	ASSERT_EQ(NET_FRAME, shared_kick(&n, got, sizeof(got)));
 	EXPECT_EQ(0, memcmp(got, pkt + PG + NET_HDR, NET_FRAME));
 
 	/* Changed in place, then INVALIDATE of the whole domain */
-	conc_frame(pkt + 2 * PG, 9);
+	net_frame(pkt + 2 * PG, 9);
 	pt_store(pt_entry(&p, NET_IOVA_BUF, 0),
 		 pt_mk_leaf(&p, GPA_BASE + NET_OFF_BUF + 2 * PG, 0, PT_R));
 	ASSERT_EQ(OK, invalidate(self, 7, INV_DOMAIN, 0, 0, 0));
@@ -1168,7 +1153,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_shared_table_random, 600)
 	srandom(seed);
 	ASSERT_EQ(0, shared_net_up(_metadata, self, &p, &n));
 	for (i = 0; i < SR_PAGES; i++)
-		conc_frame(pages + i * PG, 1000 + i);
+		net_frame(pages + i * PG, 1000 + i);
 	for (i = 0; i < SR_IOVAS; i++) {
 		map[i] = i;
 		ASSERT_EQ(0, pt_map(&p, NET_IOVA_BUF + i * PG,

@@ -324,10 +324,12 @@ static void viommu_dev_up(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_OWNER));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &features));
 	/*
-	 * virtio 1.3's device: page-table sharing adds PROBE properties
-	 * and requests; vhost_iommu_table.c turns it on where it tests it.
+	 * virtio 1.3's device: page-table sharing and posted MAP add PROBE
+	 * properties (and requests); vhost_iommu_table.c and
+	 * vhost_iommu_posted.c turn them on where they test them.
 	 */
 	features &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	features &= ~(1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &features));
 	m = calloc(1, sizeof(*m) + sizeof(*r));
 	ASSERT_NE(NULL, m);
@@ -695,6 +697,21 @@ static int net_start_tx(int fd, void *ring, int kick_fd, int call_fd, int tap)
 		usleep(10000);
 	}
 	return ret;
+}
+
+/* Frame @seq: broadcast, our EtherType, then bytes that differ per frame */
+static void net_frame(uint8_t *pkt, uint32_t seq)
+{
+	int i;
+
+	memset(pkt, 0, NET_HDR);
+	memset(pkt + NET_HDR, 0xff, 6);
+	memcpy(pkt + NET_HDR + 6, "\x02\x00\x00\x00\x00\x05", 6);
+	pkt[NET_HDR + 12] = NET_ETHERTYPE >> 8;
+	pkt[NET_HDR + 13] = NET_ETHERTYPE & 0xff;
+	memcpy(pkt + NET_HDR + 14, &seq, sizeof(seq));
+	for (i = 18; i < NET_FRAME; i++)
+		pkt[NET_HDR + i] = i * 7 + seq * 13 + 3;
 }
 
 /*

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu selftest: posted MAP (VIRTIO_IOMMU_F_POSTED_MAP, see
+ * Documentation/iommu/virtio-iommu.rst).  The guest makes MAP requests
+ * available without notifying the device; a translation that would fail
+ * (the VMM's VHOST_IOMMU_TRANSLATE, a miss of a bound vhost-net) must
+ * first serve them, in order, and fault only if it still fails.  One case
+ * per device rule of the extension, named in the rst.
+ */
+#include "vhost_iommu_utils.h"
+
+/* Restart the fixture's device with posted MAP negotiated (no tables) */
+static void posted_up(struct __test_metadata *_metadata,
+		      struct _test_data_viommu *self)
+{
+	uint32_t zero = 0, one = 1;
+	uint64_t f;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_POSTED_MAP));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+}
+
+/*
+ * Make request @i (@size bytes, tail included) available on the request
+ * queue without notifying the device.  Its descriptors are 2 + 2i and
+ * 3 + 2i (do_req() uses 0 and 1), its tail at bresp(@i).
+ */
+static void post(struct _test_data_viommu *self, unsigned int i,
+		 const void *req, size_t size)
+{
+	struct vq *vq = &self->rq;
+	uint16_t head = 2 + 2 * i;
+
+	memcpy(breq(self->mem, i), req, size - 4);
+	memset(bresp(self->mem, i), 0xff, 4);
+	vq->desc[head] = (struct vring_desc){
+		GPA_BASE + OFF_BREQ + i * BREQ_SZ, size - 4, VRING_DESC_F_NEXT,
+		head + 1 };
+	vq->desc[head + 1] = (struct vring_desc){
+		GPA_BASE + OFF_BRESP + i * BRESP_SZ, 4, VRING_DESC_F_WRITE, 0 };
+	vq->avail->ring[vq->avail_idx % vq->num] = head;
+	vq->avail_idx++;
+	__atomic_store_n(&vq->avail->idx, vq->avail_idx, __ATOMIC_RELEASE);
+}
+
+static void post_map(struct _test_data_viommu *self, unsigned int i,
+		     uint32_t dom, uint64_t iova, uint64_t gpa, uint32_t flags)
+{
+	struct virtio_iommu_req_map r = {
+		.head.type = VIRTIO_IOMMU_T_MAP, .domain = dom,
+		.virt_start = iova, .virt_end = iova + PG - 1,
+		.phys_start = gpa, .flags = flags,
+	};
+
+	post(self, i, &r, sizeof(r));
+}
+
+/* Buffers the device returned and the driver has not looked at yet */
+static unsigned int used_pending(struct vq *vq)
+{
+	return (uint16_t)(__atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE) -
+			  vq->used_idx);
+}
+
+/*
+ * The next used buffer must be posted request @i's, answered @status:
+ * 1 if it is, 0 if not.
+ */
+static int used_is(struct _test_data_viommu *self, unsigned int i,
+		   uint8_t status)
+{
+	struct vq *vq = &self->rq;
+	struct vring_used_elem e;
+
+	if (!used_pending(vq))
+		return 0;
+	e = vq->used->ring[vq->used_idx++ % vq->num];
+	return e.id == 2 + 2 * i && e.len == 4 &&
+	       bresp(self->mem, i)[0] == status;
+}
+
+static struct answer probe_ep(struct _test_data_viommu *self, uint32_t ep)
+{
+	struct virtio_iommu_req_probe r = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = ep,
+	};
+
+	return do_req(self->mem, &self->rq, &r, sizeof(r), PROBE_SIZE + 4,
+		      PROBE_SIZE);
+}
+
+/* The POSTED_MAP property at @p, and nothing after it */
+static int is_posted_prop(const uint8_t *p)
+{
+	static const struct virtio_iommu_probe_posted_map want = {
+		{ VIRTIO_IOMMU_PROBE_T_POSTED_MAP, 4 },
+	};
+
+	return !memcmp(p, &want, sizeof(want)) &&
+	       !(p[sizeof(want)] | p[sizeof(want) + 1]);
+}
+
+/* rst: a device that offers the feature MUST offer PROBE */
+TEST_F(viommu, posted_feature_needs_probe)
+{
+	uint32_t zero = 0;
+	uint64_t f;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_POSTED_MAP));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+/*
+ * rst: the property only when negotiated, for the endpoints the device
+ * translates itself; after the reserved regions here, 8 bytes long.
+ */
+TEST_F(viommu, posted_probe_property)
+{
+	uint8_t *props = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+
+	EXPECT_EQ(OK, probe_ep(self, 2).status);
+	EXPECT_EQ(0, props[0] | props[1]);	/* not negotiated: none */
+
+	posted_up(_metadata, self);
+	EXPECT_EQ(OK, probe_ep(self, 2).status);
+	EXPECT_TRUE(is_posted_prop(props));
+	EXPECT_EQ(OK, probe_ep(self, 1).status);
+	EXPECT_EQ(VIRTIO_IOMMU_PROBE_T_RESV_MEM, props[0]);
+	EXPECT_TRUE(is_posted_prop(props +
+				   sizeof(struct virtio_iommu_probe_resv_mem)));
+}
+
+/*
+ * rst: no property for an endpoint whose DMA the device does not translate
+ * (VHOST_IOMMU_EP_F_NO_POSTED_MAP); other flags are refused, and the
+ * property counts against probe_size.
+ */
+TEST_F(viommu, posted_not_for_assigned_endpoints)
+{
+	uint8_t *props = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct vhost_iommu_endpoint ep = {
+		.id = 20, .flags = VHOST_IOMMU_EP_F_NO_POSTED_MAP,
+	};
+	struct vhost_iommu_config c;
+	uint32_t zero = 0;
+	uint64_t f;
+
+	posted_up(_metadata, self);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
+	EXPECT_EQ(OK, probe_ep(self, 20).status);
+	EXPECT_EQ(0, props[0] | props[1]);
+	EXPECT_EQ(OK, probe_ep(self, 3).status);
+	EXPECT_TRUE(is_posted_prop(props));
+
+	ep.id = 21;
+	ep.flags = 1 << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* Room for endpoint 1's MSI region, not for it and the property */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	c = self->cfg;
+	c.probe_size = sizeof(struct virtio_iommu_probe_resv_mem) + 4;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(ENOSPC, errno);
+	f &= ~(1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	f |= 1ULL << VIRTIO_IOMMU_F_POSTED_MAP;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	EXPECT_EQ(ENOSPC, errno);
+}
+
+/*
+ * rst: before a translation fails, the device serves what the driver made
+ * available, notified or not, and translates again.  Without the feature
+ * this device waits for the notification, as virtio 1.3 lets it: that is
+ * what shows the lookup, not some other path, served the MAP.
+ */
+TEST_F(viommu, posted_map_serves_lookup)
+{
+	struct vhost_iommu_translate t;
+	uint64_t one = 1;
+
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	post_map(self, 0, 1, 0x10000, GPA_BASE + 0x20000, RW);
+	EXPECT_EQ(-ENOENT, xlate(self, 2, 0x10000, &t));
+	EXPECT_EQ(0, used_pending(&self->rq));
+	ASSERT_EQ(sizeof(one), write(self->rq.kick, &one, sizeof(one)));
+	ASSERT_EQ(0, vq_wait_used(&self->rq, 1));
+	EXPECT_TRUE(used_is(self, 0, OK));
+
+	posted_up(_metadata, self);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	post_map(self, 1, 1, 0x30000, GPA_BASE + 0x40000, RW);
+	memset(&t, 0, sizeof(t));
+	t.endpoint = 2;
+	t.iova = 0x30010;
+	t.flags = TF_R | TF_W | TF_F;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_TRANSLATE, &t));
+	EXPECT_EQ(GPA_BASE + 0x40010, t.gpa);
+	EXPECT_EQ(PG - 0x10, t.size);
+	EXPECT_TRUE(used_is(self, 1, OK));
+	EXPECT_EQ(0, used_pending(&self->rq));
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+/*
+ * rst: only what still fails after the fetch faults: an IOVA nothing maps,
+ * and an access the posted MAP does not allow.
+ */
+TEST_F(viommu, posted_unmapped_still_faults)
+{
+	posted_up(_metadata, self);
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	post_map(self, 0, 1, 0x10000, GPA_BASE + 0x20000, RW);
+	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x50000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 2, 0x50000);
+	EXPECT_TRUE(used_is(self, 0, OK));	/* served all the same */
+	EXPECT_TRUE(mapped(self, 2, 0x10000));
+
+	post_map(self, 1, 1, 0x60000, GPA_BASE + 0x20000,
+		 VIRTIO_IOMMU_MAP_F_READ);
+	EXPECT_EQ(-EACCES, xlate_f(self, 2, 0x60000, TF_W | TF_F));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING,
+		     VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, 2, 0x60000);
+	EXPECT_TRUE(used_is(self, 1, OK));
+	EXPECT_EQ(0, xlate_f(self, 2, 0x60000, TF_R | TF_F));
+	EXPECT_TRUE(evt_none(&self->eq));
+}
+
+/*
+ * rst: served in order, each answered as if notified: a MAP then an UNMAP
+ * of it leave nothing mapped, a MAP the device refuses is answered so.
+ */
+TEST_F(viommu, posted_map_then_unmap)
+{
+	struct virtio_iommu_req_unmap u = {
+		.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
+		.virt_start = 0x10000, .virt_end = 0x10000 + PG - 1,
+	};
+
+	posted_up(_metadata, self);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	post_map(self, 0, 1, 0x10000, GPA_BASE + 0x20000, RW);
+	post(self, 1, &u, sizeof(u));
+	post_map(self, 2, 9, 0x70000, GPA_BASE + 0x20000, RW);	/* no domain 9 */
+	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x10000, TF_R));
+	EXPECT_TRUE(used_is(self, 0, OK));
+	EXPECT_TRUE(used_is(self, 1, OK));
+	EXPECT_TRUE(used_is(self, 2, VIRTIO_IOMMU_S_NOENT));
+	EXPECT_EQ(0, used_pending(&self->rq));
+}
+
+/* rst: every request made available, a ring all but full of them */
+TEST_F(viommu, posted_map_full_queue)
+{
+	const unsigned int n = (QSZ - 2) / 2;
+	unsigned int i;
+
+	posted_up(_metadata, self);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	for (i = 0; i < n; i++)
+		post_map(self, i, 1, 0x100000 + i * PG, GPA_BASE + i * PG, RW);
+	/* The last one made available is the one looked up */
+	EXPECT_EQ(0, xlate_f(self, 2, 0x100000 + (n - 1) * PG, TF_R));
+	EXPECT_EQ(n, used_pending(&self->rq));
+	for (i = 0; i < n; i++) {
+		EXPECT_TRUE(used_is(self, i, OK));
+		EXPECT_TRUE(mapped(self, 2, 0x100000 + i * PG));
+	}
+}
+
+/*
+ * rst: the same for a bound vhost-net's miss: the guest posts the MAP of a
+ * packet and notifies only vhost-net; the frame must come out, byte for
+ * byte, and no fault be reported.
+ */
+TEST_F_TIMEOUT(viommu, posted_map_serves_vhost_net, 120)
+{
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct net_dev n;
+	uint8_t got[2048];
+	uint64_t one = 1;
+	int i, len;
+
+	posted_up(_metadata, self);
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_EQ(0, net_up(_metadata, self, &n));
+	net_frame(pkt, 1);
+	post_map(self, 0, 7, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF,
+		 VIRTIO_IOMMU_MAP_F_READ);
+	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
+	n.avail->ring[0] = 0;
+	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	len = tap_frame(&n.tap, got, sizeof(got), 3000);
+	ASSERT_EQ(NET_FRAME, len);
+	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
+	for (i = 0; i < 300 && __atomic_load_n(&n.used->idx, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(10000);
+	EXPECT_EQ(1, n.used->idx);
+	EXPECT_TRUE(used_is(self, 0, OK));
+	EXPECT_TRUE(evt_none(&self->eq));
+	net_down(&n);
+}
+
+TEST_HARNESS_MAIN
