@@ -9,12 +9,13 @@ PYTEST  := $(PY) -m pytest
 KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
-	boot kunit lint check run clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
+	boot kunit lint check run run-vhost clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
 	bench-mmio bench-throughput check-full
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
 	@echo "make run                 build what is missing, boot a guest behind virtio-iommu, report"
+	@echo "make run-vhost           the same with vhost-iommu serving it: a nested guest, and who served what"
 	@echo "make check               the test command (CI): test bed, series, lint, kunit, boots"
 	@echo "make check-full          make check plus the arm64 16K, 64K and debug kernels' boots"
 	@echo "make tree                assemble build/tree: base + patches/series + linux/"
@@ -111,6 +112,10 @@ check-full: images qemu
 	$(PYTEST) -v -ra tests/
 run:
 	$(TB) run
+
+# A nested boot (1.5-2 minutes under TCG inside TCG), so not part of make run
+run-vhost:
+	$(TB) run-vhost
 
 clean:
 	rm -rf build/kbuild build/kunit build/images build/logs out

@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
     sub.add_parser("run", help="build what is missing, boot, report")
+    sub.add_parser("run-vhost", help="the same for vhost-iommu: a nested guest "
+                   "whose virtio-iommu the L1 kernel serves, and who served what")
     args = ap.parse_args(argv)
 
     try:
@@ -171,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "run":
             from . import report
             return report.main()
+        elif args.cmd == "run-vhost":
+            from . import report
+            return report.main_vhost()
     except StepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

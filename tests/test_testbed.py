@@ -540,3 +540,31 @@ def test_bench_vhost_guest_rows_and_ratios():
     bn.add_ratios(rows)
     assert c["vs_b"]["map_ns"] == 0.25 and c["vs_d"]["down_MBps"] == 0.5
     assert "vs_a" not in b and "(c)/(b)" in bn.table(rows)
+
+
+def test_run_vhost_reads_the_kernel_devices_counters():
+    from testbed import report
+
+    class Step:
+        def __init__(self, diags):
+            self._d = diags
+
+        def diagnostics(self):
+            return self._d
+
+    class Con:
+        def __init__(self, diags):
+            self.steps = {"nested-l2": Step(diags)}
+
+    diags = ["vhost-iommu-device: posted_map 1",
+             "vhost-iommu-device: endpoint 8 domain=1 mode=map dma=vhost posted=yes",
+             "vhost-iommu-totals: attach 4", "vhost-iommu-totals: map 120",
+             "vhost-iommu-totals: fetched 17", "vhost-iommu-totals: misses 9",
+             "qemu-trace: attach=0 map=0 vhost-endpoints=4"]
+    lines = report.kernel_device(Con(diags))
+    assert "4 ATTACH" in lines[0] and "120 MAP" in lines[0]
+    assert "9 vhost-net misses" in lines[1]
+    assert "posted MAP on" in lines[2] and "served 17 requests" in lines[2]
+    assert lines[3] == "endpoint:  8 domain=1 mode=map dma=vhost posted=yes"
+    assert "attach=0 map=0" in report.qemu_trace(Con(diags))[0]
+    assert report.kernel_device(Con([])) == ["kernel:    no counters from the kernel device"]

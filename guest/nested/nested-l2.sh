@@ -28,6 +28,18 @@ noreboot=-no-reboot
 # No IOMMU in L2 (the bench's floor): no -device for it
 iommu=
 [ -n "$TB_L2_IOMMU" ] && iommu="-device $TB_L2_IOMMU"
+# The kernel device's own counters and endpoints (debugfs) go with its file
+# when QEMU exits: keep the last look at them, every 2 s
+snap=
+if [ "$TB_L2_VHOST" = 1 ]; then
+	while :; do
+		cat /sys/kernel/debug/vhost-iommu/[0-9]*/stats > /tmp/vstats.new \
+			2>/dev/null && [ -s /tmp/vstats.new ] &&
+			mv /tmp/vstats.new /tmp/vstats
+		sleep 2
+	done &
+	snap=$!
+fi
 t0=$(date +%s)
 # -serial stdio: each line of L2's console reaches us as it is printed, so
 # that the time L2 reached its /init is known here; QEMU's stderr comes in
@@ -73,7 +85,7 @@ timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
 		echo "$line" >> /tmp/l2.log
 	done
 echo "L2-TIME done $(($(date +%s) - t0))"
-kill "$httpd" 2>/dev/null
+kill "$httpd" $snap 2>/dev/null
 while read -r line; do
 	diag "l2-qemu: $line"
 done < /tmp/l2.err
@@ -102,6 +114,30 @@ if [ "$TB_L2_VHOST" = 1 ]; then
 	check "QEMU registered the endpoints with the kernel device" [ "$eps" -ge 3 ]
 	check "emulated devices' DMA was translated by the kernel device" \
 		[ "$tr" -gt 0 ]
+	# Who served the requests, by the kernel device's own counters: its
+	# last look while QEMU ran, and the module's totals since it loaded
+	vstat() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' "$2"; }
+	totals=/sys/kernel/debug/vhost-iommu/totals
+	[ -e /tmp/vstats ] || : > /tmp/vstats
+	[ -e "$totals" ] || totals=/dev/null
+	while read -r line; do
+		diag "vhost-iommu-device: $line"
+	done < /tmp/vstats
+	while read -r line; do
+		diag "vhost-iommu-totals: $line"
+	done < "$totals"
+	check "the kernel device served ATTACH ($(vstat attach "$totals") + $(vstat attach_table "$totals") ATTACH_TABLE) and MAP or INVALIDATE ($(vstat map "$totals"), $(vstat invalidate "$totals"))" \
+		[ $(($(vstat attach "$totals") + $(vstat attach_table "$totals"))) -gt 0 -a \
+		  $(($(vstat map "$totals") + $(vstat invalidate "$totals"))) -gt 0 ]
+	check "the kernel device translated vhost-net's misses ($(vstat misses "$totals")) and QEMU's lookups ($(vstat translates "$totals"))" \
+		[ "$(vstat misses "$totals")" -gt 0 -a "$(vstat translates "$totals")" -gt 0 ]
+	check "vhost-net was bound to its endpoint (dma=vhost)" grep -q ' dma=vhost ' /tmp/vstats
+	# Posted MAP: lookups found MAPs L2 had not notified, and served them
+	if [ "$(vstat posted_map /tmp/vstats)" = 1 ] &&
+	   grep -q ' mode=map ' /tmp/vstats; then
+		check "lookups served MAPs L2 left unnotified ($(vstat fetches "$totals") fetches, $(vstat fetched "$totals") requests)" \
+			[ "$(vstat fetched "$totals")" -gt 0 ]
+	fi
 	if [ -n "$TB_L2_RESET_AFTER" ]; then
 		check "L2 was reset and booted again" \
 			[ "$(grep -c '^TB-BOOTED' /tmp/l2.log)" -eq 2 ]

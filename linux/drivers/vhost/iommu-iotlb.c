@@ -192,6 +192,9 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 		if ((ret == -ENOENT || ret == -EACCES) &&
 		    vhost_iommu_fetch_posted(b->v))
 			ret = vhost_iommu_answer(b, iova, perm, &reason);
+		vhost_iommu_count(b->v, misses, 1);
+		if (ret)
+			vhost_iommu_count(b->v, miss_faults, 1);
 		/* The device's access faults: it stays stopped, the guest hears */
 		if (ret)
 			vhost_dev_iotlb_unanswered(b->dev, iova, access);

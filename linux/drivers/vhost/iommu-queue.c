@@ -184,6 +184,9 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 	}
 
 answer:
+	vhost_iommu_count(v, requests[req.head.type], 1);
+	if (status != VIRTIO_IOMMU_S_OK)
+		vhost_iommu_count(v, failed, 1);
 	iov_iter_init(&to, ITER_DEST, vq->iov + out, in, in_len);
 	if (tail_off) {
 		/*
@@ -255,6 +258,8 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 				break;
 		} else {
 			len = vhost_iommu_handle_one(v, vq, out, in);
+			if (!len)
+				vhost_iommu_count(v, requests[0], 1);
 			if (vhost_add_used(vq, head, len))
 				break;
 		}
@@ -307,6 +312,10 @@ bool vhost_iommu_fetch_posted(struct vhost_iommu *v)
 	if (vhost_vq_get_backend(vq))
 		n = vhost_iommu_serve(v, vq, vq->num);
 	mutex_unlock(&vq->mutex);
+	if (n) {
+		vhost_iommu_count(v, fetches, 1);
+		vhost_iommu_count(v, fetched, n);
+	}
 	return n;
 }
 

@@ -71,6 +71,7 @@ static int vhost_iommu_open(struct inode *inode, struct file *f)
 		       VHOST_IOMMU_WEIGHT, 0, true, NULL);
 	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++)
 		lockdep_set_class(&v->vqs[i].mutex, &vhost_iommu_vq_key);
+	vhost_iommu_debugfs_add(v);
 	f->private_data = v;
 	return 0;
 }
@@ -104,6 +105,7 @@ static int vhost_iommu_release(struct inode *inode, struct file *f)
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
 
+	vhost_iommu_debugfs_remove(v);
 	vhost_iommu_unbind_all(v);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
@@ -353,6 +355,9 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
 		mutex_unlock(&v->lock);
 	}
+	vhost_iommu_count(v, translates, 1);
+	if (ret)
+		vhost_iommu_count(v, translate_faults, 1);
 	if ((ret == -ENOENT || ret == -EACCES) &&
 	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
 		vhost_iommu_report_fault(v, reason, fault, t.endpoint, t.iova);
@@ -518,9 +523,12 @@ static int __init vhost_iommu_init(void)
 
 	if (ret)
 		return ret;
+	vhost_iommu_debugfs_init();
 	ret = misc_register(&vhost_iommu_misc);
-	if (ret)
+	if (ret) {
+		vhost_iommu_debugfs_exit();
 		vhost_iommu_iotlb_unregister();
+	}
 	return ret;
 }
 module_init(vhost_iommu_init);
@@ -528,6 +536,7 @@ module_init(vhost_iommu_init);
 static void __exit vhost_iommu_exit(void)
 {
 	misc_deregister(&vhost_iommu_misc);
+	vhost_iommu_debugfs_exit();
 	vhost_iommu_iotlb_unregister();
 }
 module_exit(vhost_iommu_exit);

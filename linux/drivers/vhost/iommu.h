@@ -4,7 +4,8 @@
  * share.  iommu.c is the file the VMM drives (ioctls, endpoints, config),
  * iommu-queue.c serves the request and event queues, iommu-domain.c keeps
  * the domains and what they map, iommu-iotlb.c is the IOTLB provider that
- * translates for the vhost devices bound to endpoints.
+ * translates for the vhost devices bound to endpoints, iommu-table.c walks
+ * the guest's tables, iommu-debugfs.c shows the counters.
  */
 #ifndef _DRIVERS_VHOST_IOMMU_H
 #define _DRIVERS_VHOST_IOMMU_H
@@ -84,6 +85,35 @@ struct vhost_iommu_bound {
 	} misses[VHOST_IOMMU_MAX_MISSES];
 };
 
+/*
+ * What a device served (iommu-debugfs.c); vhost_iommu_totals adds up every
+ * device's.
+ */
+struct vhost_iommu_stats {
+	atomic64_t requests[VIRTIO_IOMMU_T_INVALIDATE + 1];	/* 0: unanswered */
+	atomic64_t failed;		/* answered, not OK */
+	atomic64_t fetches;		/* lookups that served posted requests */
+	atomic64_t fetched;		/* the requests they served */
+	atomic64_t misses;		/* bound devices' misses looked up */
+	atomic64_t miss_faults;		/* of which the access faulted */
+	atomic64_t translates;		/* VHOST_IOMMU_TRANSLATE lookups */
+	atomic64_t translate_faults;	/* of which failed */
+};
+
+extern struct vhost_iommu_stats vhost_iommu_totals;
+
+/* Add @n to the counter at @off in @v's stats and in the totals */
+static inline void vhost_iommu_add(struct vhost_iommu_stats *st, size_t off,
+				   s64 n)
+{
+	atomic64_add(n, (atomic64_t *)((u8 *)st + off));
+	atomic64_add(n, (atomic64_t *)((u8 *)&vhost_iommu_totals + off));
+}
+
+#define vhost_iommu_count(v, field, n)					\
+	vhost_iommu_add(&(v)->stats,					\
+			offsetof(struct vhost_iommu_stats, field), n)
+
 struct vhost_iommu {
 	struct vhost_dev dev;
 	struct vhost_virtqueue vqs[VHOST_IOMMU_VQ_MAX];
@@ -114,6 +144,9 @@ struct vhost_iommu {
 	unsigned long faults_dropped;
 
 	struct list_head bindings;		/* under @lock */
+
+	struct vhost_iommu_stats stats;
+	struct dentry *debugfs;
 };
 
 /*
@@ -181,6 +214,12 @@ u8 vhost_iommu_invalidate(struct vhost_iommu *v,
 int vhost_iommu_table_xlate(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 			    struct vhost_iommu_domain *dom,
 			    struct vhost_iommu_translate *t, u32 access, u64 max);
+
+/* iommu-debugfs.c: counters */
+void vhost_iommu_debugfs_add(struct vhost_iommu *v);
+void vhost_iommu_debugfs_remove(struct vhost_iommu *v);
+void vhost_iommu_debugfs_init(void);
+void vhost_iommu_debugfs_exit(void);
 
 /* iommu-iotlb.c: the vhost devices bound to endpoints */
 void vhost_iommu_invalidate_dom(struct vhost_iommu *v,

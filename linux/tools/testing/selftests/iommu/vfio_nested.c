@@ -13,6 +13,9 @@
  * EDU_FAULT_PATTERN, as for vfio_edu_dma, names the IOMMU driver's log
  * line for a translation fault; empty, the fault tests check memory only.
  */
+#include <poll.h>
+#include <sys/eventfd.h>
+
 #include <linux/virtio_iommu.h>
 
 #include "vfio_edu.h"
@@ -171,6 +174,82 @@ static void fault_window(void)
 	sleep_ms(5100);
 }
 
+/* The edu's PCI requester ID, from its address */
+static uint32_t edu_rid(void)
+{
+	unsigned int bus, dev, fn;
+
+	if (sscanf(edu_bdf, "%*x:%x:%x.%x", &bus, &dev, &fn) != 3)
+		return ~0U;
+	return bus << 8 | dev << 3 | fn;
+}
+
+/* Take every waiting fault record; how many there were */
+static int drain_faults(int container)
+{
+	struct vfio_iommu_nesting_fault f[8];
+	struct vfio_iommu_nesting_faults q = {
+		.argsz = sizeof(q), .records = (uintptr_t)f,
+	};
+	int n = 0;
+
+	do {
+		q.nr = 8;
+		if (ioctl(container, VFIO_IOMMU_NESTING_FAULTS, &q))
+			return -1;
+		n += q.nr;
+	} while (q.nr);
+	return n;
+}
+
+/*
+ * The oldest fault record, waiting for it on the eventfd @efd for up to
+ * 2 s: 0, or -1 when none came.
+ */
+static int next_fault(int container, int efd, struct vfio_iommu_nesting_fault *f)
+{
+	struct vfio_iommu_nesting_faults q = {
+		.argsz = sizeof(q), .records = (uintptr_t)f,
+	};
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+	uint64_t n;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		q.nr = 1;
+		if (ioctl(container, VFIO_IOMMU_NESTING_FAULTS, &q))
+			return -1;
+		if (q.nr == 1)
+			return 0;
+		if (poll(&p, 1, 2000) != 1 || read(efd, &n, sizeof(n)) != sizeof(n))
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * Where the IOMMU reports faults (EDU_FAULT_PATTERN), the fault of a
+ * write to @iova must come to userspace: the record names the page, the
+ * edu's group and requester ID, a write, reason MAPPING.  Records past the
+ * first (a transfer may fault on more than one page) are dropped.
+ */
+#define EXPECT_FAULT_RECORD(_iova)					\
+	do {								\
+		struct vfio_iommu_nesting_fault _f;			\
+		uint64_t _want = (_iova);				\
+									\
+		if (!records)						\
+			break;						\
+		ASSERT_EQ(0, next_fault(self->container, efd, &_f))	\
+			TH_LOG("no fault record for %#lx", (unsigned long)_want); \
+		EXPECT_EQ(_want, _f.iova & ~(PG - 1));			\
+		EXPECT_EQ(self->group_id, _f.group);			\
+		EXPECT_EQ(edu_rid(), _f.device);			\
+		EXPECT_EQ(VFIO_NESTING_FAULT_WRITE, _f.flags);		\
+		EXPECT_EQ(VIRTIO_IOMMU_FAULT_R_MAPPING, _f.reason);	\
+		EXPECT_LE(0, drain_faults(self->container));		\
+	} while (0)
+
 /* A container of @type with the edu's group in it; -errno of SET_IOMMU */
 static int container_of_type(struct __test_metadata *_metadata,
 			     struct _test_data_nest *self, unsigned long type)
@@ -325,36 +404,64 @@ TEST_F(nest, invalidate_moves_a_page)
 /*
  * DMA to an IOVA stage 1 does not map, to one whose stage-1 entry names
  * guest-physical memory outside stage 2, or to a guest-physical address
- * used as an IOVA, faults: guest memory is untouched and the IOMMU driver
- * logs each.
+ * used as an IOVA, faults: guest memory is untouched, the IOMMU driver
+ * logs each, and each reaches userspace as a fault record, the eventfd
+ * signalled (VFIO_IOMMU_NESTING_FAULT_FD, VFIO_IOMMU_NESTING_FAULTS).
  */
 TEST_F(nest, stage1_faults)
 {
+	const char *pattern = getenv("EDU_FAULT_PATTERN");
+	struct vfio_iommu_nesting_fault_fd fd = { .argsz = sizeof(fd) };
+	struct vfio_iommu_nesting_faults q = {
+		.argsz = sizeof(q), .nr = 1, .records = 8,
+	};
 	uint8_t *before = malloc(GUEST_SIZE);
-	int logged;
+	bool records = pattern && *pattern;
+	int logged, efd;
 
 	ASSERT_NE(NULL, before);
+	efd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_LE(0, efd);
+	fd.fd = efd;
+	ASSERT_EQ(0, do_ioctl(self->container, VFIO_IOMMU_NESTING_FAULT_FD, &fd));
 	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, GPA_NEVER));
 	ASSERT_EQ(0, attach(self));
 	memcpy(before, self->guest, GUEST_SIZE);
-	if (getenv("EDU_FAULT_PATTERN") && *getenv("EDU_FAULT_PATTERN"))
+	if (records)
 		fault_window();
 
 	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_HOLE, EDU_FAULT_XFER));
 	ASSERT_EQ(0, memcmp(before, self->guest, GUEST_SIZE));
 	logged = fault_logged(self->kmsg);
 	EXPECT_NE(0, logged) TH_LOG("no fault logged for a stage-1 hole");
+	/* A record userspace cannot take stays waiting */
+	if (records) {
+		sleep_ms(500);
+		EXPECT_EQ(-EFAULT, do_ioctl(self->container,
+					    VFIO_IOMMU_NESTING_FAULTS, &q));
+	}
+	EXPECT_FAULT_RECORD(IOVA_HOLE);
 
 	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_FAULT_XFER));
 	ASSERT_EQ(0, memcmp(before, self->guest, GUEST_SIZE));
 	EXPECT_NE(0, fault_logged(self->kmsg))
 		TH_LOG("no fault logged for an entry outside stage 2");
+	EXPECT_FAULT_RECORD(IOVA_DST);
 
 	ASSERT_EQ(0, copy(self, IOVA_SRC, data_gpa(5), EDU_FAULT_XFER));
 	ASSERT_EQ(0, memcmp(before, self->guest, GUEST_SIZE));
 	EXPECT_NE(0, fault_logged(self->kmsg))
 		TH_LOG("no fault logged for a guest-physical address");
+	EXPECT_FAULT_RECORD(data_gpa(5));
+	/* DMA through stage 1 that works makes no record */
+	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(2)));
+	ASSERT_EQ(0, invalidate(self, IOVA_DST, PG));
+	ASSERT_EQ(0, copy(self, IOVA_SRC, IOVA_DST, EDU_FAULT_XFER));
+	EXPECT_EQ(0, memcmp(gpa_ptr(self, data_gpa(2)),
+			    gpa_ptr(self, data_gpa(1)), EDU_FAULT_XFER));
+	EXPECT_EQ(0, drain_faults(self->container));
+	close(efd);
 	free(before);
 	if (logged < 0)
 		SKIP(return, "memory checked; no EDU_FAULT_PATTERN for the log");
@@ -563,6 +670,13 @@ TEST_F(nest, bad_arguments)
 		.argsz = sizeof(inv), .group = self->group_id,
 		.flags = VFIO_NESTING_INVAL_RANGE, .size = PG,
 	};
+	struct vfio_iommu_nesting_fault_fd ffd, ffd_ok = {
+		.argsz = sizeof(ffd), .fd = -1,
+	};
+	struct vfio_iommu_nesting_fault rec[4];
+	struct vfio_iommu_nesting_faults fq, fq_ok = {
+		.argsz = sizeof(fq), .nr = 4, .records = (uintptr_t)rec,
+	};
 	int c = self->container;
 
 /*
@@ -622,6 +736,22 @@ TEST_F(nest, bad_arguments)
 	inv = range;
 	inv.iova = 1ULL << S1_IAS;
 	EXPECT_EQ(0, do_ioctl(c, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
+
+	/* Faults: an eventfd or -1, no flags; none waiting to be read */
+	ffd = ffd_ok;
+	EXPECT_EQ(0, do_ioctl(c, VFIO_IOMMU_NESTING_FAULT_FD, &ffd));
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, argsz, 8);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, flags, 1);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, reserved, 1);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, fd, -2);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, fd, c);
+	BAD(-EBADF, VFIO_IOMMU_NESTING_FAULT_FD, ffd_ok, fd, 1000);
+	fq = fq_ok;
+	EXPECT_EQ(0, do_ioctl(c, VFIO_IOMMU_NESTING_FAULTS, &fq));
+	EXPECT_EQ(0, fq.nr);
+	EXPECT_EQ(0, fq.dropped);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULTS, fq_ok, argsz, 8);
+	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULTS, fq_ok, flags, 1);
 }
 
 /* A container that is not a nesting one has none of it */
@@ -629,6 +759,10 @@ TEST(not_nesting)
 {
 	struct _test_data_nest s = { .container = -1, .group = -1 }, *self = &s;
 	struct vfio_iommu_nesting_info info = { .argsz = sizeof(info) };
+	struct vfio_iommu_nesting_fault_fd ffd = {
+		.argsz = sizeof(ffd), .fd = -1,
+	};
+	struct vfio_iommu_nesting_faults q = { .argsz = sizeof(q) };
 	struct vfio_iommu_nesting_attach a;
 
 	if (find_edu())
@@ -642,6 +776,10 @@ TEST(not_nesting)
 				    &info));
 	EXPECT_EQ(-ENODEV, do_ioctl(self->container, VFIO_IOMMU_NESTING_ATTACH,
 				    &a));
+	EXPECT_EQ(-ENODEV, do_ioctl(self->container,
+				    VFIO_IOMMU_NESTING_FAULT_FD, &ffd));
+	EXPECT_EQ(-ENODEV, do_ioctl(self->container, VFIO_IOMMU_NESTING_FAULTS,
+				    &q));
 	close(self->group);
 	close(self->container);
 }

@@ -321,4 +321,52 @@ TEST_F_TIMEOUT(viommu, posted_map_serves_vhost_net, 120)
 	net_down(&n);
 }
 
+/* A counter of /sys/kernel/debug/vhost-iommu/totals, -1 without it */
+static long long total(const char *name)
+{
+	FILE *f = fopen("/sys/kernel/debug/vhost-iommu/totals", "r");
+	char key[32];
+	long long val, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %lld", key, &val) == 2)
+		if (!strcmp(key, name))
+			ret = val;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * The counters say who served what: a lookup that served two posted
+ * requests counts one fetch of two, and their types, in the module's
+ * totals (debugfs, which keeps them after the file closes).
+ */
+TEST_F(viommu, posted_fetches_counted)
+{
+	struct virtio_iommu_req_unmap u = {
+		.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
+		.virt_start = 0x10000, .virt_end = 0x10000 + PG - 1,
+	};
+	long long fetches, fetched, maps, unmaps;
+
+	if (total("fetched") < 0)
+		SKIP(return, "no debugfs (CONFIG_DEBUG_FS, mounted)");
+	posted_up(_metadata, self);
+	ASSERT_EQ(OK, attach(self, 1, 2, 0));
+	fetches = total("fetches");
+	fetched = total("fetched");
+	maps = total("map");
+	unmaps = total("unmap");
+	post_map(self, 0, 1, 0x10000, GPA_BASE + 0x20000, RW);
+	post(self, 1, &u, sizeof(u));
+	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x10000, TF_R));
+	EXPECT_EQ(fetches + 1, total("fetches"));
+	EXPECT_EQ(fetched + 2, total("fetched"));
+	EXPECT_EQ(maps + 1, total("map"));
+	EXPECT_EQ(unmaps + 1, total("unmap"));
+	EXPECT_TRUE(used_is(self, 0, OK));
+	EXPECT_TRUE(used_is(self, 1, OK));
+}
+
 TEST_HARNESS_MAIN
