@@ -69,6 +69,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="the selftest's rows only, no nested boot")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
+    p = sub.add_parser("bench-nested",
+                       help="VFIO nesting (a stage-1 entry and an INVALIDATE) against "
+                            "today's userspace VMM (MAP_DMA/UNMAP_DMA), per IOMMU model")
+    p.add_argument("--seconds", type=float, default=2,
+                   help="measuring time per path and round")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds in the one boot of each IOMMU; rows are medians")
+    p.add_argument("--no-build", action="store_true",
+                   help="boot the kernel as it is built")
     p = sub.add_parser("bench-mmio",
                        help="virtio-net round trips, virtio-blk random reads: "
                             "virtio-pci, virtio-mmio wired, virtio-mmio with MSI")
@@ -157,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-mmio":
             from . import bench
             bench.mmio(args.seconds, not args.no_build, args.rounds)
+        elif args.cmd == "bench-nested":
+            from . import bench_vfio_nesting
+            bench_vfio_nesting.run(args.seconds, args.rounds, not args.no_build)
         elif args.cmd == "bench-throughput":
             from . import bench
             bench.throughput(args.seconds, not args.no_build, args.rounds)

@@ -568,3 +568,26 @@ def test_run_vhost_reads_the_kernel_devices_counters():
     assert lines[3] == "endpoint:  8 domain=1 mode=map dma=vhost posted=yes"
     assert "attach=0 map=0" in report.qemu_trace(Con(diags))[0]
     assert report.kernel_device(Con([])) == ["kernel:    no counters from the kernel device"]
+
+
+def test_bench_nested_rows_and_ratios():
+    from testbed import bench_vfio_nesting as bn
+
+    def line(r, path, m, u, mb):
+        return (f"bench-nested: round={r} path={path} pairs=10 map_ns={m} "
+                f"unmap_ns={u} dma_mb_s={mb}")
+    diags = [line(1, "nested", 100, 300, 0.02), line(1, "vmm", 400, 600, 0.02),
+             line(1, "none", 0, 0, 0.04), line(2, "nested", 120, 280, 0.03),
+             line(2, "vmm", 200, 700, 0.03), line(2, "none", 0, 0, 0.04), "noise"]
+    rows = bn.rows_of("intel-iommu", diags, 2)
+    n, v, none = rows
+    assert (n["path"], n["map_ns"], n["pairs"]) == ("nested", 110, 20)
+    assert n["map_ns_runs"] == [100, 120] and v["unmap_ns"] == 650
+    # round by round against the vmm path's same round
+    assert n["map_ns_vs_vmm_runs"] == [0.25, 0.6]
+    assert n["map_ns_vs_vmm"] == round(110 / 300, 3)
+    assert n["dma_vs_none"] == round(0.025 / 0.04, 3)
+    assert "nested" in bn.table(rows) and "0.37x" in bn.table(rows)
+    # a path missing a round is an error, not a shorter median
+    with pytest.raises(Exception):
+        bn.rows_of("amd-iommu", diags[:5], 2)

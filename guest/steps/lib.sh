@@ -39,3 +39,18 @@ net_up() {
 	ip addr add 10.0.2.15/24 dev eth0
 	check "eth0 is up" ip link show eth0
 }
+
+# selftest_bench PROGRAM TEST TAG: run one benchmark test of a selftest
+# (its settings exported by the caller), pass on its "# TAG:" lines for the
+# host, the rest of its output only when it failed; one test that it passed
+selftest_bench() {
+	"/bin/$1" -t "$2" > /tmp/selftest-bench.out 2>&1
+	status=$?
+	while read -r line; do
+		case "$line" in
+		"# $3:"*) echo "$line" ;;
+		*) [ "$status" -eq 0 ] || diag "$line" ;;
+		esac
+	done < /tmp/selftest-bench.out
+	check "$1 -t $2 (exit $status)" [ "$status" -eq 0 ]
+}

@@ -6,22 +6,8 @@
 # "# bench-vhost-table:" lines.
 . /steps/lib.sh
 
-# bench PROGRAM TEST TAG: run one benchmark test of a selftest, pass on its
-# "# TAG:" lines for the host; the rest of its output only when it failed.
-bench() {
-	VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}" \
-		"/bin/$1" -t "$2" > /tmp/vhost-bench.out 2>&1
-	status=$?
-	while read -r line; do
-		case "$line" in
-		"# $3:"*) echo "$line" ;;
-		*) [ "$status" -eq 0 ] || diag "$line" ;;
-		esac
-	done < /tmp/vhost-bench.out
-	check "$1 -t $2 (exit $status)" [ "$status" -eq 0 ]
-}
-
 check "modprobe vhost_iommu" modprobe vhost_iommu
-bench vhost_iommu bench_map_unmap bench-vhost
-bench vhost_iommu_table bench_invalidate bench-vhost-table
+export VHOST_IOMMU_BENCH_SECONDS="${TB_BENCH_SECONDS:-5}"
+selftest_bench vhost_iommu bench_map_unmap bench-vhost
+selftest_bench vhost_iommu_table bench_invalidate bench-vhost-table
 plan

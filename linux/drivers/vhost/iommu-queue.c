@@ -298,25 +298,29 @@ void vhost_iommu_handle_req_kick(struct vhost_work *work)
  * ring holds at most vq->num requests, so vq->num bounds the work; past
  * it the worker goes on.
  *
- * Return: whether a request was served, so that translating again may
- * give another answer.
+ * Return: whether the queue was served up to now, so that translating
+ * again may give another answer.  It may have been the worker, with the
+ * queue's mutex held while this waited for it, that served the MAP: this
+ * then serves nothing, and the caller must translate again all the same.
  */
 bool vhost_iommu_fetch_posted(struct vhost_iommu *v)
 {
 	struct vhost_virtqueue *vq = &v->vqs[VHOST_IOMMU_VQ_REQUEST];
 	unsigned int n = 0;
+	bool served;
 
 	if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_POSTED_MAP) || !current->mm)
 		return false;
 	mutex_lock(&vq->mutex);
-	if (vhost_vq_get_backend(vq))
+	served = vhost_vq_get_backend(vq);
+	if (served)
 		n = vhost_iommu_serve(v, vq, vq->num);
 	mutex_unlock(&vq->mutex);
 	if (n) {
 		vhost_iommu_count(v, fetches, 1);
 		vhost_iommu_count(v, fetched, n);
 	}
-	return n;
+	return served;
 }
 
 /* Is @dev a vhost-iommu? */

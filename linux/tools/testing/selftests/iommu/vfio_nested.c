@@ -35,10 +35,12 @@
 #define IOVA_SRC	0x01000000UL
 #define IOVA_DST	0x01100000UL
 #define IOVA_HOLE	0x02000000UL	/* never in stage 1 */
+#define IOVA_LARGE	0x00600000UL	/* a 2 MiB stage-1 leaf, when given */
 
 /* VT-d second stage (VIRTIO_IOMMU_PGTF_VTD_SL), 3 levels: ias 39 */
 #define S1_R		1ULL
 #define S1_W		2ULL
+#define S1_PS		0x80ULL		/* bit 7: a large page at level 1 or 2 */
 #define S1_ADDR		0x000ffffffffff000ULL
 #define S1_LEVELS	3
 #define S1_IAS		39
@@ -131,6 +133,15 @@ static int attach(struct _test_data_nest *self)
 	struct vfio_iommu_nesting_attach a = attach_arg(self);
 
 	return do_ioctl(self->container, VFIO_IOMMU_NESTING_ATTACH, &a);
+}
+
+static int detach(struct _test_data_nest *self)
+{
+	struct vfio_iommu_nesting_detach d = {
+		.argsz = sizeof(d), .group = self->group_id,
+	};
+
+	return do_ioctl(self->container, VFIO_IOMMU_NESTING_DETACH, &d);
 }
 
 static int invalidate(struct _test_data_nest *self, uint64_t iova, uint64_t size)
@@ -358,6 +369,45 @@ TEST_F(nest, dma_through_stage1)
 }
 
 /*
+ * A 2 MiB stage-1 leaf (the PS bit at level 1) over all of guest memory:
+ * DMA through any of its pages lands at the same offset of guest memory,
+ * and what DMA through 4 KiB leaves wrote is read back through it.
+ */
+TEST_F(nest, dma_through_stage1_2m_leaf)
+{
+	uint64_t l1 = s1_new_table(self), *t;
+
+	ASSERT_NE(0, l1);
+	/* Level 2 entry to a level-1 table whose entry is the 2 MiB leaf */
+	*s1_slot(self, self->root, IOVA_LARGE, 2) = l1 | S1_R | S1_W;
+	t = s1_slot(self, l1, IOVA_LARGE, 1);
+	*t = GPA_BASE | S1_R | S1_W | S1_PS;
+	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
+	ASSERT_EQ(0, attach(self));
+
+	/* In through the large leaf, from page 1 to page 6 */
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 21);
+	ASSERT_EQ(0, copy(self, IOVA_LARGE + DATA_OFF + PG,
+			  IOVA_LARGE + DATA_OFF + 6 * PG + 32, EDU_MAX_XFER));
+	ASSERT_EQ(0, memcmp(gpa_ptr(self, data_gpa(6)) + 32,
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
+	/* From a 4 KiB leaf to the last page of the large one */
+	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 22);
+	ASSERT_EQ(0, copy(self, IOVA_SRC,
+			  IOVA_LARGE + GUEST_SIZE - PG, EDU_MAX_XFER));
+	ASSERT_EQ(0, memcmp(gpa_ptr(self, GPA_BASE + GUEST_SIZE - PG),
+			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
+
+	/* Cleared and invalidated: the whole 2 MiB translates no more */
+	*t = 0;
+	ASSERT_EQ(0, invalidate(self, IOVA_LARGE, GUEST_SIZE));
+	memset(gpa_ptr(self, data_gpa(7)), 0x5a, PG);
+	ASSERT_EQ(0, copy(self, IOVA_SRC,
+			  IOVA_LARGE + DATA_OFF + 7 * PG, EDU_FAULT_XFER));
+	EXPECT_EQ(0x5a, *(uint8_t *)gpa_ptr(self, data_gpa(7)));
+}
+
+/*
  * A stage-1 change takes effect at INVALIDATE, range or whole, and the
  * old translation is gone: the page it named sees no more writes.
  */
@@ -506,9 +556,6 @@ TEST_F(nest, unmap_dma_under_stage1)
 /* Detach gives the group stage 2 back; replace swaps the table */
 TEST_F(nest, detach_and_replace)
 {
-	struct vfio_iommu_nesting_detach d = {
-		.argsz = sizeof(d), .group = self->group_id,
-	};
 	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
 	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(5)));
 	ASSERT_EQ(0, attach(self));
@@ -523,9 +570,8 @@ TEST_F(nest, detach_and_replace)
 	ASSERT_NE(0, memcmp(gpa_ptr(self, data_gpa(5)),
 			    gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER));
 
-	ASSERT_EQ(0, do_ioctl(self->container, VFIO_IOMMU_NESTING_DETACH, &d));
-	ASSERT_EQ(-ENOENT,
-		  do_ioctl(self->container, VFIO_IOMMU_NESTING_DETACH, &d));
+	ASSERT_EQ(0, detach(self));
+	ASSERT_EQ(-ENOENT, detach(self));
 	/* Stage 2 alone: guest-physical addresses are the IOVAs again */
 	fill(gpa_ptr(self, data_gpa(1)), EDU_MAX_XFER, 14);
 	ASSERT_EQ(0, copy(self, data_gpa(1), data_gpa(9), EDU_MAX_XFER));
@@ -752,6 +798,185 @@ TEST_F(nest, bad_arguments)
 	EXPECT_EQ(0, fq.dropped);
 	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULTS, fq_ok, argsz, 8);
 	BAD(-EINVAL, VFIO_IOMMU_NESTING_FAULTS, fq_ok, flags, 1);
+}
+
+/* Nanoseconds of CLOCK_MONOTONIC */
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+#define BENCH_IOVA	0x08000000UL	/* the guest's mappings go here */
+#define BENCH_PAGES	64		/* cycled through */
+#define BENCH_XFER	EDU_MAX_XFER	/* bytes an edu copy moves */
+#define BENCH_COPIES	8		/* copies a DMA measurement makes */
+
+/*
+ * One path's guest map and unmap: @map gives page @i (IOVA BENCH_IOVA + i
+ * pages) the guest page @gpa, @unmap takes it away.
+ */
+struct bench_path {
+	const char *name;
+	int (*map)(struct _test_data_nest *self, unsigned int i, uint64_t gpa);
+	int (*unmap)(struct _test_data_nest *self, unsigned int i);
+};
+
+/* Nesting: the guest writes its stage 1 and sends INVALIDATE, forwarded */
+static int nested_map(struct _test_data_nest *self, unsigned int i, uint64_t gpa)
+{
+	uint64_t iova = BENCH_IOVA + i * PG;
+
+	return s1_map(self, iova, gpa) ?: invalidate(self, iova, PG);
+}
+
+static int nested_unmap(struct _test_data_nest *self, unsigned int i)
+{
+	uint64_t iova = BENCH_IOVA + i * PG;
+
+	return s1_set(self, iova, 0) ?: invalidate(self, iova, PG);
+}
+
+/*
+ * Today's userspace VMM: each guest MAP becomes a MAP_DMA of the page's
+ * host address at the guest's IOVA (the VMM composes), each UNMAP an
+ * UNMAP_DMA; the group has no stage 1.
+ */
+static int vmm_map(struct _test_data_nest *self, unsigned int i, uint64_t gpa)
+{
+	return map_dma(self->container, gpa_ptr(self, gpa), BENCH_IOVA + i * PG,
+		       PG);
+}
+
+static int vmm_unmap(struct _test_data_nest *self, unsigned int i)
+{
+	return unmap_dma(self->container, BENCH_IOVA + i * PG, PG);
+}
+
+/*
+ * Map and unmap pages for @secs seconds; the mean of each in @map_ns and
+ * @unmap_ns, and how many pairs.
+ */
+static long bench_pairs(struct _test_data_nest *self,
+			const struct bench_path *p, double secs,
+			uint64_t *map_ns, uint64_t *unmap_ns)
+{
+	uint64_t end = now_ns() + secs * 1e9, t, tm = 0, tu = 0;
+	long n;
+
+	for (n = 0; now_ns() < end; n++) {
+		unsigned int i = n % BENCH_PAGES;
+
+		t = now_ns();
+		if (p->map(self, i, data_gpa(8 + i)))
+			return -1;
+		tm += now_ns() - t;
+		t = now_ns();
+		if (p->unmap(self, i))
+			return -1;
+		tu += now_ns() - t;
+	}
+	*map_ns = n ? tm / n : 0;
+	*unmap_ns = n ? tu / n : 0;
+	return n;
+}
+
+/* Bytes per second of edu copies from @src to @dst, data checked */
+static double bench_dma(struct _test_data_nest *self, uint64_t src,
+			uint64_t dst, uint64_t src_gpa, uint64_t dst_gpa)
+{
+	uint64_t t = now_ns();
+	int i;
+
+	for (i = 0; i < BENCH_COPIES; i++) {
+		fill(gpa_ptr(self, src_gpa), BENCH_XFER, i);
+		if (copy(self, src, dst, BENCH_XFER) ||
+		    memcmp(gpa_ptr(self, src_gpa), gpa_ptr(self, dst_gpa),
+			   BENCH_XFER))
+			return -1;
+	}
+	return (double)BENCH_COPIES * BENCH_XFER * 1e9 / (now_ns() - t);
+}
+
+/* One path's result for the host (testbed/bench_vfio_nesting.py) */
+static void bench_line(unsigned int round, const char *path, long pairs,
+		       uint64_t map_ns, uint64_t unmap_ns, double mb)
+{
+	printf("# bench-nested: round=%u path=%s pairs=%ld ", round, path,
+	       pairs);
+	printf("map_ns=%llu unmap_ns=%llu dma_mb_s=%.4f\n",
+	       (unsigned long long)map_ns, (unsigned long long)unmap_ns, mb);
+}
+
+/*
+ * make bench-nested (VFIO_NESTED_BENCH_SECONDS, VFIO_NESTED_BENCH_ROUNDS):
+ * what a guest's map+unmap pair costs the host through nesting (a stage-1
+ * entry and an INVALIDATE, recomposed) against today's userspace VMM (a
+ * MAP_DMA and an UNMAP_DMA per guest map), and edu DMA through each and
+ * through stage 2 alone (no vIOMMU).  The paths alternate within each
+ * round; one "# bench-nested:" line per path and round.
+ */
+TEST_F_TIMEOUT(nest, bench, 3600)
+{
+	static const struct bench_path paths[] = {
+		{ "nested", nested_map, nested_unmap },
+		{ "vmm", vmm_map, vmm_unmap },
+	};
+	const char *env = getenv("VFIO_NESTED_BENCH_SECONDS");
+	double secs = env ? atof(env) : 0, mb;
+	unsigned int rounds = 1, r, k;
+	uint64_t map_ns, unmap_ns;
+	long n;
+
+	if (!(secs > 0))
+		SKIP(return, "a benchmark: set VFIO_NESTED_BENCH_SECONDS");
+	if (getenv("VFIO_NESTED_BENCH_ROUNDS"))
+		rounds = atoi(getenv("VFIO_NESTED_BENCH_ROUNDS")) ?: 1;
+	/* Every table the nested path needs, and its DMA pages */
+	for (k = 0; k < BENCH_PAGES; k++)
+		ASSERT_EQ(0, s1_map(self, BENCH_IOVA + k * PG, data_gpa(8)));
+	ASSERT_EQ(0, s1_map(self, IOVA_SRC, data_gpa(1)));
+	ASSERT_EQ(0, s1_map(self, IOVA_DST, data_gpa(2)));
+	for (k = 0; k < BENCH_PAGES; k++)
+		ASSERT_EQ(0, s1_set(self, BENCH_IOVA + k * PG, 0));
+
+	for (r = 0; r < rounds; r++) {
+		for (k = 0; k < ARRAY_SIZE(paths); k++) {
+			const struct bench_path *p = &paths[k];
+			bool nested = p->map == nested_map;
+
+			if (nested) {
+				ASSERT_EQ(0, attach(self));
+			} else {
+				ASSERT_EQ(0, detach(self));
+				ASSERT_EQ(0, map_dma(self->container,
+						     gpa_ptr(self, data_gpa(1)),
+						     IOVA_SRC, PG));
+				ASSERT_EQ(0, map_dma(self->container,
+						     gpa_ptr(self, data_gpa(2)),
+						     IOVA_DST, PG));
+			}
+			n = bench_pairs(self, p, secs, &map_ns, &unmap_ns);
+			ASSERT_LT(0, n) TH_LOG("%s: no pair", p->name);
+			mb = bench_dma(self, IOVA_SRC, IOVA_DST, data_gpa(1),
+				       data_gpa(2)) / 1e6;
+			ASSERT_LT(0, mb) TH_LOG("%s: DMA failed", p->name);
+			bench_line(r + 1, p->name, n, map_ns, unmap_ns, mb);
+			if (!nested) {
+				ASSERT_EQ(0, unmap_dma(self->container,
+						       IOVA_SRC, PG));
+				ASSERT_EQ(0, unmap_dma(self->container,
+						       IOVA_DST, PG));
+			}
+		}
+		/* No vIOMMU: the device uses guest-physical addresses */
+		mb = bench_dma(self, data_gpa(1), data_gpa(2), data_gpa(1),
+			       data_gpa(2)) / 1e6;
+		ASSERT_LT(0, mb) TH_LOG("none: DMA failed");
+		bench_line(r + 1, "none", 0, 0, 0, mb);
+	}
 }
 
 /* A container that is not a nesting one has none of it */
