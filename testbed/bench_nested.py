@@ -7,7 +7,8 @@ to use posted MAP (virtio_iommu.posted_map=0),
 (c) vhost-iommu with posted MAP (the driver's default),
 (d) no IOMMU.
 L2 times a download and an upload through vhost-net, a run of small HTTP
-requests (guest/steps/net-bench.sh), then dma_map_benchmark on its spare
+requests, one-byte TCP round trips to L1's echo server for the bench's
+seconds (guest/steps/net-bench.sh), then dma_map_benchmark on its spare
 edu (guest/steps/dma-bench.sh, one thread: L2 has one CPU, strict
 domains). The paths boot in turn, @rounds times over; each row is the
 median of its boots, with every boot's value kept. Ratios (b)/(a),
@@ -38,11 +39,13 @@ PATHS = (("a", "x86_64-nested-viommu", "DMA", ""),
          ("d", "x86_64-nested-noiommu", "none", ""))
 LABELS = {"a": "(a) QEMU virtio-iommu", "b": "(b) vhost-iommu",
           "c": "(c) vhost, posted MAP", "d": "(d) no IOMMU"}
-METRICS = ("down_MBps", "up_MBps", "rr_per_s", "map_ns", "unmap_ns")
+METRICS = ("down_MBps", "up_MBps", "rr_per_s", "tcp_rr_per_s", "map_ns", "unmap_ns")
 # L2's driver's notifications per 1000 map+unmap pairs, behind an IOMMU
 KICKS = "kicks_per_1k_pairs"
 # (row, reference): the ratios written on the row
 RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"))
+# io_bench rr's line: one-byte TCP round trips to L1's echo server
+TCP_RR = re.compile(r"bench-mmio: rr ops=(?P<ops>\d+) seconds=(?P<s>[0-9.]+)")
 NETBENCH = re.compile(r"netbench: down_bytes=(?P<db>\d+) down_cs=(?P<dc>\d+) "
                       r"up_bytes=(?P<ub>\d+) up_cs=(?P<uc>\d+) rr=(?P<rr>\d+) "
                       r"rr_cs=(?P<rc>\d+)")
@@ -54,7 +57,8 @@ def bench_nested(name: str, group: str, seconds: float, rr: int,
     command line."""
     n = nested.NESTED[name]
     env = (("TB_BENCH_GROUP", group), ("TB_BENCH_THREADS", "1"),
-           ("TB_BENCH_SECONDS", str(int(seconds))), ("TB_NET_RR", str(rr)))
+           ("TB_BENCH_SECONDS", str(int(seconds))), ("TB_NET_RR", str(rr)),
+           ("TB_NET_TCP_RR_SECONDS", str(int(seconds))))
     strict = "iommu.strict=1" if group != "none" else ""
     return dataclasses.replace(
         n, l2_steps=("net-bench", "dma-bench"), l2_env=n.l2_env + env,
@@ -68,14 +72,18 @@ def _rate(amount: float, cs: int) -> float:
 
 
 def net_row(diags: list[str]) -> dict:
-    """{down_MBps, up_MBps, rr_per_s} from net-bench's line."""
+    """{down_MBps, up_MBps, rr_per_s, tcp_rr_per_s} from net-bench's lines."""
     m = next((m for m in map(NETBENCH.search, diags) if m), None)
-    if not m:
-        raise StepError("bench-vhost guest: no netbench line")
+    t = next((t for t in map(TCP_RR.search, diags) if t), None)
+    if not m or not t:
+        raise StepError("bench-vhost guest: no netbench or TCP round-trip line")
     mb = 1 << 20
+    if float(t["s"]) <= 0:
+        raise StepError(f"bench-vhost guest: a measurement of {t['s']} s")
     return {"down_MBps": _rate(int(m["db"]) / mb, int(m["dc"])),
             "up_MBps": _rate(int(m["ub"]) / mb, int(m["uc"])),
-            "rr_per_s": _rate(int(m["rr"]), int(m["rc"]))}
+            "rr_per_s": _rate(int(m["rr"]), int(m["rc"])),
+            "tcp_rr_per_s": round(int(t["ops"]) / float(t["s"]), 1)}
 
 
 def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
@@ -109,18 +117,18 @@ def add_ratios(rows: list[dict]) -> None:
 
 def table(rows: list[dict]) -> str:
     out = [f"{'L2 behind':22} {'down MB/s':>9} {'up MB/s':>8} {'req/s':>7} "
-           f"{'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8}"]
+           f"{'RTT/s':>7} {'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8}"]
     for r in rows:
         out.append(f"{r['label']:22} {r['down_MBps']:>9} {r['up_MBps']:>8} "
-                   f"{r['rr_per_s']:>7} {r['map_ns']:>8} {r['unmap_ns']:>8} "
-                   f"{r.get(KICKS, '-'):>8}")
+                   f"{r['rr_per_s']:>7} {r['tcp_rr_per_s']:>7} {r['map_ns']:>8} "
+                   f"{r['unmap_ns']:>8} {r.get(KICKS, '-'):>8}")
     by = {r["iommu"]: r for r in rows}
     for key, ref in RATIOS:
         v = by.get(key, {}).get(f"vs_{ref}")
         if v:
             out.append(f"{'(' + key + ')/(' + ref + ')':22} " + " ".join(
                 f"{(f'{v[k]:.2f}x' if v[k] is not None else '-'):>{w}}"
-                for k, w in zip(METRICS, (9, 8, 7, 8, 8))))
+                for k, w in zip(METRICS, (9, 8, 7, 7, 8, 8))))
     return "\n".join(out)
 
 

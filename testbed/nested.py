@@ -34,6 +34,8 @@ from .shell import StepError
 
 NESTED_DIR = paths.GUEST / "nested"
 HTTP_PORT = 8080
+# L1's one-byte echo server (io_bench echo), for L2's TCP round trips
+ECHO_PORT = 7777
 # L2 runs the single-level virtio-iommu scenario's steps
 L2_TEMPLATE = "x86_64-virtio-iommu"
 # Debian's firmware our QEMU loads for a q35 guest booted with -kernel
@@ -188,6 +190,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_DISK_SCRATCH_OFF_MB": str(boot.DISK_READ_MB + boot.DISK_WRITE_MB),
         "TB_DISK_SCRATCH_MB": str(boot.DISK_SCRATCH_MB),
         "TB_HTTP_PORT": str(HTTP_PORT),
+        "TB_ECHO_PORT": str(ECHO_PORT),
         "TB_NET_SHA256": hashlib.sha256(blob).hexdigest(),
         "TB_NET_UP_MB": str(boot.NET_UP_MB),
         **dict(n.l2_env),
@@ -226,6 +229,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
         "TB_HTTP_PORT": str(HTTP_PORT),
+        "TB_ECHO_PORT": str(ECHO_PORT),
         "TB_DISK_READ_MB": str(boot.DISK_READ_MB),
         "TB_DISK_WRITE_MB": str(boot.DISK_WRITE_MB),
     }

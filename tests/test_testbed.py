@@ -507,14 +507,17 @@ def test_bench_vhost_guest_rows_and_ratios():
     from testbed import bench_nested as bn
     line = ("netbench: down_bytes=4194304 down_cs=200 up_bytes=1048576 "
             "up_cs=50 rr=20 rr_cs=400")
-    assert bn.net_row(["x", line]) == {"down_MBps": 2.0, "up_MBps": 2.0,
-                                       "rr_per_s": 5.0}
+    tcp = "bench-mmio: rr ops=1234 seconds=10.000"
+    assert bn.net_row(["x", line, tcp]) == {"down_MBps": 2.0, "up_MBps": 2.0,
+                                            "rr_per_s": 5.0, "tcp_rr_per_s": 123.4}
     with pytest.raises(Exception):
-        bn.net_row([line.replace("down_cs=200", "down_cs=0")])
+        bn.net_row([line.replace("down_cs=200", "down_cs=0"), tcp])
+    with pytest.raises(Exception):      # no TCP round trips measured
+        bn.net_row([line])
 
     def run(down, map_ns):
         return {"down_MBps": down, "up_MBps": 1.0, "rr_per_s": 4.0,
-                "map_ns": map_ns, "unmap_ns": 100}
+                "tcp_rr_per_s": 50.0, "map_ns": map_ns, "unmap_ns": 100}
     # medians over rounds: the middle of three, each round's values kept
     rows = bn.median_rows({"a": [run(1.0, 900), run(3.0, 700), run(2.0, 800)],
                            "b": [run(4.0, 400)], "d": [run(8.0, 0)]})

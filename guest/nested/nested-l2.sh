@@ -21,6 +21,9 @@ ip link set tap0 up
 ip addr add 10.0.2.2/24 dev tap0
 nc -ll -p "$TB_HTTP_PORT" -e /l2/http.sh &
 httpd=$!
+# and a one-byte echo for L2's TCP round trips (the bench's net-bench)
+io_bench echo "$TB_ECHO_PORT" &
+echod=$!
 
 # With -no-reboot a reset would end QEMU: the reset variant goes without
 noreboot=-no-reboot
@@ -85,7 +88,7 @@ timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
 		echo "$line" >> /tmp/l2.log
 	done
 echo "L2-TIME done $(($(date +%s) - t0))"
-kill "$httpd" $snap 2>/dev/null
+kill "$httpd" "$echod" $snap 2>/dev/null
 while read -r line; do
 	diag "l2-qemu: $line"
 done < /tmp/l2.err

@@ -6,6 +6,11 @@
  *                                    that answers each with one byte
  *   io_bench randread DEV SECONDS    4 KiB O_DIRECT reads at random
  *                                    4 KiB-aligned offsets of DEV
+ *   io_bench echo PORT               the answering side of rr, for a
+ *                                    guest that serves another (the
+ *                                    nested bed's L1): one connection at
+ *                                    a time, every byte sent back, until
+ *                                    killed
  *
  * Each prints one line, "bench-mmio: <mode> ops=N seconds=S": the host
  * computes the rates, so a line is consistent whatever its rounding.
@@ -102,13 +107,45 @@ static int randread(const char *dev, double seconds)
 	return 0;
 }
 
+static int echo(int port)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET, .sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_ANY),
+	};
+	int lfd, fd, one = 1;
+	char buf[256];
+	ssize_t n;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 4)) {
+		perror("io_bench: listen");
+		return 1;
+	}
+	for (;;) {
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			if (write(fd, buf, n) != n)
+				break;
+		close(fd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "rr"))
 		return rr(argv[2], atoi(argv[3]), atof(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "randread"))
 		return randread(argv[2], atof(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "echo"))
+		return echo(atoi(argv[2]));
 	fprintf(stderr, "usage: io_bench rr ADDR PORT SECONDS\n"
-			"       io_bench randread DEV SECONDS\n");
+			"       io_bench randread DEV SECONDS\n"
+			"       io_bench echo PORT\n");
 	return 2;
 }

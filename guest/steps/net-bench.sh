@@ -3,7 +3,9 @@
 # download and upload timed, then TB_NET_RR small requests one after the
 # other (a request/response rate: each is a TCP connection and one HTTP
 # exchange with L1's server). Times from /proc/uptime (centiseconds).
-# The host reads the "# netbench:" line.
+# With TB_NET_TCP_RR_SECONDS, one-byte TCP round trips to L1's echo server
+# (io_bench rr) for that long: a request/response rate no server's fork
+# bounds. The host reads the "# netbench:" and "# bench-mmio: rr" lines.
 . /steps/lib.sh
 net_up
 url="http://10.0.2.2:$TB_HTTP_PORT"
@@ -34,4 +36,10 @@ done
 t4=$(now)
 check "every small request answered ($ok of $n)" [ "$ok" -eq "$n" ]
 diag "netbench: down_bytes=$(wc -c < /tmp/down) down_cs=$((t1 - t0)) up_bytes=$(wc -c < /tmp/up) up_cs=$((t2 - t1)) rr=$ok rr_cs=$((t4 - t3))"
+if [ -n "$TB_NET_TCP_RR_SECONDS" ]; then
+	io_bench rr 10.0.2.2 "$TB_ECHO_PORT" "$TB_NET_TCP_RR_SECONDS" > /tmp/rr.out 2>&1
+	status=$?
+	diag "$(cat /tmp/rr.out)"
+	check "TCP round trips to L1's echo server (exit $status)" [ "$status" -eq 0 ]
+fi
 plan
