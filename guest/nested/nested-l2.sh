@@ -32,12 +32,13 @@ noreboot=-no-reboot
 iommu=
 [ -n "$TB_L2_IOMMU" ] && iommu="-device $TB_L2_IOMMU"
 # The kernel device's own counters and endpoints (debugfs) go with its file
-# when QEMU exits: keep the last look at them, every 2 s
+# when QEMU exits, and the endpoints with the reset when L2 powers off:
+# keep the last look at them while the device ran, every 2 s
 snap=
 if [ "$TB_L2_VHOST" = 1 ]; then
 	while :; do
 		cat /sys/kernel/debug/vhost-iommu/[0-9]*/stats > /tmp/vstats.new \
-			2>/dev/null && [ -s /tmp/vstats.new ] &&
+			2>/dev/null && grep -q '^running 1' /tmp/vstats.new &&
 			mv /tmp/vstats.new /tmp/vstats
 		sleep 2
 	done &
