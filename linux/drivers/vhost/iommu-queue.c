@@ -184,9 +184,6 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 	}
 
 answer:
-	vhost_iommu_count(v, requests[req.head.type], 1);
-	if (status != VIRTIO_IOMMU_S_OK)
-		vhost_iommu_count(v, failed, 1);
 	iov_iter_init(&to, ITER_DEST, vq->iov + out, in, in_len);
 	if (tail_off) {
 		/*
@@ -204,6 +201,10 @@ answer:
 	tail.status = status;
 	if (copy_to_iter(&tail, sizeof(tail), &to) != sizeof(tail))
 		return 0;
+	/* Answered (the caller counts what was not) */
+	vhost_iommu_count(v, requests[req.head.type], 1);
+	if (status != VIRTIO_IOMMU_S_OK)
+		vhost_iommu_count(v, failed, 1);
 	return tail_off + sizeof(tail);
 }
 
@@ -263,11 +264,15 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 			if (vhost_add_used(vq, head, len))
 				break;
 		}
-		if (!limit && vhost_exceeds_weight(vq, ++n, 0))
-			break;
-		/* Notifications stay off: the worker takes the rest */
-		if (limit && ++n >= limit) {
-			vhost_poll_queue(&vq->poll);
+		/*
+		 * A kick's weight spent (vhost queues the work again) or a
+		 * fetch's ring's worth: notifications stay off, the worker
+		 * takes the rest.
+		 */
+		n++;
+		if (limit ? n >= limit : vhost_exceeds_weight(vq, n, 0)) {
+			if (limit)
+				vhost_poll_queue(&vq->poll);
 			break;
 		}
 	}

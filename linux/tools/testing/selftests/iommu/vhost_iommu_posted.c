@@ -13,14 +13,10 @@
 static void posted_up(struct __test_metadata *_metadata,
 		      struct _test_data_viommu *self)
 {
-	uint32_t zero = 0, one = 1;
-	uint64_t f;
+	uint32_t one = 1;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
-	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_POSTED_MAP));
-	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	renegotiate(_metadata, self, 1ULL << VIRTIO_IOMMU_F_POSTED_MAP,
+		    1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }
 

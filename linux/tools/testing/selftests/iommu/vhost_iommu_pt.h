@@ -261,15 +261,11 @@ static int invalidate(struct _test_data_viommu *self, uint32_t dom,
 static void table_up(struct __test_metadata *_metadata,
 		     struct _test_data_viommu *self, uint32_t formats)
 {
-	uint32_t zero = 0, one = 1;
-	uint64_t f;
+	uint32_t one = 1;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
-	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE));
-	/* Its property would come before the formats the tests look for */
-	f &= ~(1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	/* Posted MAP's property would come before the formats looked for */
+	renegotiate(_metadata, self, 1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE,
+		    1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
 	self->cfg.table_formats = formats;
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &self->cfg));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));

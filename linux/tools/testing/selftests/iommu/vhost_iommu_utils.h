@@ -451,6 +451,24 @@ static int mapped(struct _test_data_viommu *self, uint32_t ep, uint64_t iova)
 #define OK	VIRTIO_IOMMU_S_OK
 #define RW	(VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)
 
+/*
+ * Stop the device (a reset) and negotiate every feature it offers but
+ * @drop; @want must be among them.  The caller starts it again.
+ */
+static void renegotiate(struct __test_metadata *_metadata,
+			struct _test_data_viommu *self, uint64_t want,
+			uint64_t drop)
+{
+	uint32_t zero = 0;
+	uint64_t f;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	ASSERT_EQ(want, f & want);
+	f &= ~drop;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+}
+
 /* Restart the device with @c (limits may only change while it is stopped) */
 static void reconfigure(struct __test_metadata *_metadata,
 			struct _test_data_viommu *self,
