@@ -29,6 +29,8 @@ PROGRAMS = (
     ("tools/testing/selftests/iommu/vhost_iommu_net.c", "vhost_iommu_net", False),
     ("tools/testing/selftests/iommu/vhost_iommu_table.c", "vhost_iommu_table", False),
     ("tools/testing/selftests/iommu/vhost_iommu_posted.c", "vhost_iommu_posted", False),
+    # vhost-iommu forwarding a VFIO endpoint's table to its container
+    ("tools/testing/selftests/iommu/vhost_iommu_vfio.c", "vhost_iommu_vfio", False),
     # `make bench-viommu` (linux/map_benchmark.h is not uAPI in 6.12)
     ("tools/testing/selftests/dma/dma_map_benchmark.c", "dma_map_benchmark", True),
 )

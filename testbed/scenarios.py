@@ -345,12 +345,16 @@ _ALL = (
     _sc("x86_64-vhost-iommu",
         "vhost-iommu: the selftests play VMM and guest against /dev/vhost-iommu",
         "q35", "x86_64", ("vhost-iommu",)),
-    _sc("x86_64-intel-iommu", "q35 + intel-iommu: disk, VFIO edu DMA and faults",
-        "q35-intel-iommu", "x86_64", ("iommu-info", "blk", "vfio-edu", "vfio-nested"),
+    _sc("x86_64-intel-iommu", "q35 + intel-iommu: disk, VFIO edu DMA and faults, "
+        "VFIO nesting, vhost-iommu forwarding to it",
+        "q35-intel-iommu", "x86_64",
+        ("iommu-info", "blk", "vfio-edu", "vfio-nested", "vhost-vfio"),
         devices=("blk", "edu"), fault="intel-iommu", append=VFIO_UNSAFE_IRQS,
         env={**on_generic_pt("intel-iommu"), **NEST_FAULT_RECORDS}),
-    _sc("x86_64-amd-iommu", "q35 + amd-iommu: disk, VFIO edu DMA and faults",
-        "q35-amd-iommu", "x86_64", ("iommu-info", "blk", "vfio-edu", "vfio-nested"),
+    _sc("x86_64-amd-iommu", "q35 + amd-iommu: disk, VFIO edu DMA and faults, "
+        "VFIO nesting, vhost-iommu forwarding to it",
+        "q35-amd-iommu", "x86_64",
+        ("iommu-info", "blk", "vfio-edu", "vfio-nested", "vhost-vfio"),
         devices=("blk", "edu"), fault="amd-iommu", append=VFIO_UNSAFE_IRQS,
         env=on_generic_pt("amd-iommu")),
     _sc("x86_64-no-iommu", "q35 without an IOMMU: disk and NIC, the floor",
@@ -411,8 +415,9 @@ _ALL += (
     # kmemleak over what the test allocated and freed; behind intel-iommu,
     # whose faults also come to the test as records
     _stress("x86_64", "intel-iommu", "q35-intel-iommu", "x86_64-debug",
-            more=("kmemleak-clear", "vfio-nested", "kmemleak"),
-            more_summary=", VFIO nesting (vfio_nested, fail-nth, kmemleak)"),
+            more=("kmemleak-clear", "vfio-nested", "vhost-vfio", "kmemleak"),
+            more_summary=", VFIO nesting (vfio_nested, fail-nth, kmemleak) and "
+                         "vhost-iommu forwarding to it"),
     _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug"),
     _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug", full_only=True),
 )

@@ -86,7 +86,7 @@ static int vhost_iommu_stats_show(struct seq_file *s, void *unused)
 			seq_puts(s, "none");
 		seq_printf(s, " mode=%s dma=%s posted=%s\n",
 			   vhost_iommu_ep_mode(v, ep),
-			   ep->binding ? "vhost" : "lookups",
+			   ep->binding ? "vhost" : ep->vfio ? "vfio" : "lookups",
 			   posted && !(ep->flags & VHOST_IOMMU_EP_F_NO_POSTED_MAP) ?
 			   "yes" : "no");
 	}

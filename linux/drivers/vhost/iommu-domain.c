@@ -149,8 +149,9 @@ static int vhost_iommu_pt_map(struct vhost_iommu *v,
 	return ret;
 }
 
-static void vhost_iommu_free_domain(struct vhost_iommu *v,
-				    struct vhost_iommu_domain *dom)
+/* Free @dom, which no endpoint is attached to */
+void vhost_iommu_free_domain(struct vhost_iommu *v,
+			     struct vhost_iommu_domain *dom)
 {
 	xa_erase(&v->domains, dom->id);
 	v->nr_mappings -= dom->nr_mappings;
@@ -164,7 +165,8 @@ static void vhost_iommu_free_domain(struct vhost_iommu *v,
 	kfree(dom);
 }
 
-void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
+/* Take @ep out of its domain, which goes with its last endpoint */
+static void vhost_iommu_leave(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
 {
 	struct vhost_iommu_domain *dom = ep->domain;
 
@@ -175,6 +177,14 @@ void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
 	ep->domain = NULL;
 	if (!--dom->nr_endpoints)
 		vhost_iommu_free_domain(v, dom);
+}
+
+void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
+{
+	/* A VFIO group's table goes first: the guest may then free it */
+	if (ep->vfio)
+		vhost_iommu_vfio_detach(ep);
+	vhost_iommu_leave(v, ep);
 }
 
 /* Device reset: every domain goes, endpoints stay, detached. */
@@ -292,14 +302,17 @@ vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
 /**
  * vhost_iommu_join() - attach an endpoint to a domain, as ATTACH does
  * @v: the device, its lock held
- * @ep: the endpoint, detached from its domain first
+ * @ep: the endpoint, taken out of its domain first
  * @dom: the domain, not the endpoint's
+ *
+ * The table of a VFIO endpoint is the caller's to change: ATTACH_TABLE
+ * replaces it in one step, so that DMA never runs with neither table.
  */
 void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 		      struct vhost_iommu_domain *dom)
 {
 	/* Re-attaching is DETACH then ATTACH; the new domain exists already. */
-	vhost_iommu_detach_ep(v, ep);
+	vhost_iommu_leave(v, ep);
 	/* A bound device may have cached bypass translations */
 	vhost_iommu_invalidate_ep(v, ep);
 	ep->domain = dom;
@@ -348,6 +361,12 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 	status = vhost_iommu_attach_ep(v, req->endpoint, domain, &ep);
 	if (status)
 		return status;
+	/*
+	 * A VFIO group's DMA is translated by the host IOMMU from a stage-1
+	 * table: it has none for a MAP domain (rst: UNSUPP).
+	 */
+	if (ep->vfio && !bypass)
+		return VIRTIO_IOMMU_S_UNSUPP;
 
 	dom = xa_load(&v->domains, domain);
 	if (dom) {
@@ -363,6 +382,9 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 		if (!dom)
 			return VIRTIO_IOMMU_S_NOMEM;
 	}
+	/* A bypass domain: a VFIO group translates with stage 2 alone */
+	if (ep->vfio)
+		vhost_iommu_vfio_detach(ep);
 	vhost_iommu_join(v, ep, dom);
 	return VIRTIO_IOMMU_S_OK;
 }

@@ -222,6 +222,18 @@ u8 vhost_iommu_attach_table(struct vhost_iommu *v,
 		}
 		table = NULL;	/* the domain's now */
 	}
+	/*
+	 * A VFIO group gets the table from its container, which replaces the
+	 * one it had; failing, the endpoint stays where it was.
+	 */
+	if (ep->vfio) {
+		status = vhost_iommu_vfio_attach(ep, req);
+		if (status) {
+			if (!dom->nr_endpoints)
+				vhost_iommu_free_domain(v, dom);
+			goto out;
+		}
+	}
 	vhost_iommu_join(v, ep, dom);
 out:
 	kfree(table);
@@ -270,7 +282,8 @@ u8 vhost_iommu_invalidate(struct vhost_iommu *v,
 		return VIRTIO_IOMMU_S_INVAL;
 	}
 	vhost_iommu_invalidate_dom(v, dom, start, end);
-	return VIRTIO_IOMMU_S_OK;
+	/* The VFIO groups' shadows are recomposed */
+	return vhost_iommu_vfio_invalidate(dom, start, end);
 }
 
 /*

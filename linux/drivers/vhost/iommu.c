@@ -99,6 +99,14 @@ static void vhost_iommu_stop(struct vhost_iommu *v)
 	vhost_iommu_clear_faults(v);
 }
 
+/* Free an endpoint that is in no domain, and let go of its VFIO group */
+static void vhost_iommu_free_ep(struct vhost_iommu_ep *ep)
+{
+	if (ep->vfio)
+		vhost_iommu_vfio_put(ep);
+	kfree(ep);
+}
+
 static int vhost_iommu_release(struct inode *inode, struct file *f)
 {
 	struct vhost_iommu *v = f->private_data;
@@ -111,7 +119,7 @@ static int vhost_iommu_release(struct inode *inode, struct file *f)
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
 	xa_for_each(&v->endpoints, id, ep)
-		kfree(ep);
+		vhost_iommu_free_ep(ep);
 	xa_destroy(&v->endpoints);
 	xa_destroy(&v->domains);
 	kvfree(v);
@@ -243,7 +251,9 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if ((e.flags & ~VHOST_IOMMU_EP_F_NO_POSTED_MAP) || e.reserved ||
+	if ((e.flags & ~(VHOST_IOMMU_EP_F_NO_POSTED_MAP |
+			 VHOST_IOMMU_EP_F_VFIO)) ||
+	    (e.vfio_group_fd && !(e.flags & VHOST_IOMMU_EP_F_VFIO)) ||
 	    e.reserved2[0] || e.reserved2[1] || e.nr_resv > VHOST_IOMMU_MAX_RESV)
 		return -EINVAL;
 	ep = kzalloc(struct_size(ep, resv, e.nr_resv), GFP_KERNEL_ACCOUNT);
@@ -256,6 +266,13 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 			   flex_array_size(ep, resv, e.nr_resv))) {
 		ret = -EFAULT;
 		goto err;
+	}
+	if (e.flags & VHOST_IOMMU_EP_F_VFIO) {
+		/* Nothing here translates its DMA: no posted MAP for it */
+		ep->flags |= VHOST_IOMMU_EP_F_NO_POSTED_MAP;
+		ret = vhost_iommu_vfio_get(v, ep, e.vfio_group_fd);
+		if (ret)
+			goto err;
 	}
 	ret = -EINVAL;
 	for (i = 0; i < e.nr_resv; i++) {
@@ -288,7 +305,7 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 		goto err;
 	return 0;
 err:
-	kfree(ep);
+	vhost_iommu_free_ep(ep);
 	return ret;
 }
 
@@ -320,7 +337,7 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	mutex_unlock(&vhost_iommu_bind_mutex);
 	if (!ep)
 		return -ENOENT;
-	kfree(ep);
+	vhost_iommu_free_ep(ep);
 	return 0;
 }
 

@@ -5,7 +5,8 @@
  * iommu-queue.c serves the request and event queues, iommu-domain.c keeps
  * the domains and what they map, iommu-iotlb.c is the IOTLB provider that
  * translates for the vhost devices bound to endpoints, iommu-table.c walks
- * the guest's tables, iommu-debugfs.c shows the counters.
+ * the guest's tables, iommu-debugfs.c shows the counters, iommu-vfio.c
+ * forwards the tables of endpoints that are VFIO groups.
  */
 #ifndef _DRIVERS_VHOST_IOMMU_H
 #define _DRIVERS_VHOST_IOMMU_H
@@ -46,12 +47,15 @@ struct vhost_iommu_domain {
 	struct gpt_table pt;			/* the MAPs, see iommu-domain.c */
 };
 
+struct vhost_iommu_vfio;
+
 struct vhost_iommu_ep {
 	u32 id;
 	u32 flags;				/* VHOST_IOMMU_EP_F_* */
 	struct vhost_iommu_domain *domain;
 	struct list_head node;			/* in domain->endpoints */
 	struct vhost_iommu_bound *binding;	/* a bound vhost device */
+	struct vhost_iommu_vfio *vfio;		/* EP_F_VFIO: its group */
 	u32 nr_resv;
 	struct vhost_iommu_resv_region resv[] __counted_by(nr_resv);
 };
@@ -191,6 +195,8 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 u8 vhost_iommu_unmap(struct vhost_iommu *v,
 		     const struct virtio_iommu_req_unmap *req);
 void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+void vhost_iommu_free_domain(struct vhost_iommu *v,
+			     struct vhost_iommu_domain *dom);
 u8 vhost_iommu_attach_ep(struct vhost_iommu *v, __le32 endpoint, u32 domain,
 			 struct vhost_iommu_ep **ep);
 struct vhost_iommu_domain *
@@ -214,6 +220,48 @@ u8 vhost_iommu_invalidate(struct vhost_iommu *v,
 int vhost_iommu_table_xlate(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 			    struct vhost_iommu_domain *dom,
 			    struct vhost_iommu_translate *t, u32 access, u64 max);
+
+/*
+ * iommu-vfio.c: endpoints that are VFIO groups (VHOST_IOMMU_EP_F_VFIO),
+ * their tables forwarded to the container, under v->lock
+ */
+#if IS_ENABLED(CONFIG_VHOST_IOMMU_VFIO)
+int vhost_iommu_vfio_get(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+			 int fd);
+void vhost_iommu_vfio_put(struct vhost_iommu_ep *ep);
+u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			   const struct virtio_iommu_req_attach_table *req);
+void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep);
+u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
+			       u64 end);
+#else
+static inline int vhost_iommu_vfio_get(struct vhost_iommu *v,
+				       struct vhost_iommu_ep *ep, int fd)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void vhost_iommu_vfio_put(struct vhost_iommu_ep *ep)
+{
+}
+
+static inline u8
+vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			const struct virtio_iommu_req_attach_table *req)
+{
+	return VIRTIO_IOMMU_S_UNSUPP;
+}
+
+static inline void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
+{
+}
+
+static inline u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom,
+					     u64 start, u64 end)
+{
+	return VIRTIO_IOMMU_S_OK;
+}
+#endif
 
 /* iommu-debugfs.c: counters */
 void vhost_iommu_debugfs_add(struct vhost_iommu *v);

@@ -110,7 +110,8 @@ struct vhost_iommu_resv_region {
  * @id: the endpoint ID (QEMU uses the PCI requester ID)
  * @flags: VHOST_IOMMU_EP_F_*, others reserved (EINVAL)
  * @nr_resv: number of entries at @resv_ptr, at most VHOST_IOMMU_MAX_RESV
- * @reserved: zero
+ * @vfio_group_fd: with VHOST_IOMMU_EP_F_VFIO, a file descriptor of the
+ *                 endpoint's VFIO group (/dev/vfio/N), else zero
  * @resv_ptr: user pointer to @nr_resv struct vhost_iommu_resv_region,
  *            reported to the guest by PROBE as RESV_MEM properties; at
  *            most one of subtype MSI, and none overlapping another
@@ -128,12 +129,22 @@ struct vhost_iommu_resv_region {
  * notify before that DMA faults.
  */
 #define VHOST_IOMMU_EP_F_NO_POSTED_MAP	(1 << 0)
+/*
+ * The endpoint is a device assigned with VFIO, its group in a container set
+ * to VFIO_TYPE1_NESTING_IOMMU whose MAP_DMA mappings are the guest's memory
+ * (stage 2): the guest's ATTACH_TABLE and INVALIDATE of its domain go to
+ * the container as a stage-1 table (Documentation/iommu/vfio-nesting.rst),
+ * and its faults come back as fault events.  Implies NO_POSTED_MAP.  Needs
+ * CONFIG_VHOST_IOMMU_VFIO (EOPNOTSUPP without); EBADF for a bad descriptor,
+ * EINVAL for one that is not a VFIO group.
+ */
+#define VHOST_IOMMU_EP_F_VFIO		(1 << 1)
 
 struct vhost_iommu_endpoint {
 	__u32 id;
 	__u32 flags;
 	__u32 nr_resv;
-	__u32 reserved;
+	__s32 vfio_group_fd;
 	__u64 resv_ptr;
 	__u64 reserved2[2];
 };

@@ -857,10 +857,15 @@ TEST_F(viommu, endpoint_ioctl_errors)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, add_ep(self->fd, 50, (void *)8, 1));
 	EXPECT_EQ(EFAULT, errno);
-	ep.flags = 1 << 1;	/* 1 << 0 is NO_POSTED_MAP */
+	ep.flags = 1 << 2;	/* 0 and 1 are NO_POSTED_MAP and VFIO */
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
 	EXPECT_EQ(EINVAL, errno);
 	ep.flags = 0;
+	/* A group descriptor without EP_F_VFIO */
+	ep.vfio_group_fd = 3;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
+	EXPECT_EQ(EINVAL, errno);
+	ep.vfio_group_fd = 0;
 	ep.reserved2[1] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
 	EXPECT_EQ(EINVAL, errno);

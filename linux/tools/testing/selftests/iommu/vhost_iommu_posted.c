@@ -158,7 +158,7 @@ TEST_F(viommu, posted_not_for_assigned_endpoints)
 	EXPECT_TRUE(is_posted_prop(props));
 
 	ep.id = 21;
-	ep.flags = 1 << 1;
+	ep.flags = 1 << 2;
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
 	EXPECT_EQ(EINVAL, errno);
 

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu: endpoints that are devices assigned with VFIO.
+ *
+ * Their DMA does not come through vhost: the host IOMMU translates it, with
+ * the container's MAP_DMA mappings (the guest's memory, stage 2) and, once
+ * the guest attached a table to the endpoint's domain, that table as stage
+ * 1 (vfio_file_nest_*(), Documentation/iommu/vfio-nesting.rst).  So the
+ * guest's ATTACH_TABLE and INVALIDATE of such a domain go to the container
+ * from the worker that serves them, and the group's faults come back as
+ * fault events, with no trip to the VMM.
+ */
+#include <linux/file.h>
+#include <linux/slab.h>
+#include <linux/vfio.h>
+
+#include "iommu.h"
+
+/**
+ * struct vhost_iommu_vfio - the VFIO group of an endpoint
+ * @file: the group's file, held while the endpoint exists
+ * @v: the device, for fault events
+ * @endpoint: the endpoint's ID, for fault events
+ * @nested: the group has a table the guest attached (under v->lock)
+ */
+struct vhost_iommu_vfio {
+	struct file *file;
+	struct vhost_iommu *v;
+	u32 endpoint;
+	bool nested;
+};
+
+/**
+ * vhost_iommu_vfio_get() - make @ep the VFIO group @fd names
+ * @v: the device
+ * @ep: the endpoint, not yet in @v
+ * @fd: a file descriptor of a VFIO group
+ *
+ * Return: 0, -EBADF for a bad descriptor, -EINVAL for one that is not a
+ * VFIO group, -ENOMEM.
+ */
+int vhost_iommu_vfio_get(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+			 int fd)
+{
+	struct vhost_iommu_vfio *g;
+	struct file *file;
+
+	file = fget(fd);
+	if (!file)
+		return -EBADF;
+	if (!vfio_file_is_group(file)) {
+		fput(file);
+		return -EINVAL;
+	}
+	g = kzalloc(sizeof(*g), GFP_KERNEL_ACCOUNT);
+	if (!g) {
+		fput(file);
+		return -ENOMEM;
+	}
+	g->file = file;
+	g->v = v;
+	g->endpoint = ep->id;
+	ep->vfio = g;
+	return 0;
+}
+
+/* Let go of the group of @ep, which is in no domain */
+void vhost_iommu_vfio_put(struct vhost_iommu_ep *ep)
+{
+	vhost_iommu_vfio_detach(ep);
+	fput(ep->vfio->file);
+	kfree(ep->vfio);
+	ep->vfio = NULL;
+}
+
+/* A virtio-iommu status for what the container answered */
+static u8 vhost_iommu_vfio_status(int err)
+{
+	switch (err) {
+	case 0:
+		return VIRTIO_IOMMU_S_OK;
+	case -ENOMEM:
+	case -E2BIG:	/* past the shadow's bounds: out of resources */
+		return VIRTIO_IOMMU_S_NOMEM;
+	case -ENODEV:	/* the VMM did not make the container a nesting one */
+	case -EOPNOTSUPP:
+		return VIRTIO_IOMMU_S_UNSUPP;
+	default:
+		return VIRTIO_IOMMU_S_DEVERR;
+	}
+}
+
+/*
+ * A translation fault of the group's stage 1, reported by its container in
+ * any context: an event for the guest, as for the faults of vhost devices.
+ */
+static void vhost_iommu_vfio_fault(void *data, u64 iova, u32 flags)
+{
+	struct vhost_iommu_vfio *g = data;
+	u32 f = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+
+	f |= flags & VFIO_NESTING_FAULT_WRITE ? VIRTIO_IOMMU_FAULT_F_WRITE :
+						VIRTIO_IOMMU_FAULT_F_READ;
+	vhost_iommu_report_fault(g->v, VIRTIO_IOMMU_FAULT_R_MAPPING, f,
+				 g->endpoint, iova);
+}
+
+/**
+ * vhost_iommu_vfio_attach() - give @ep's group the table of ATTACH_TABLE
+ * @ep: the endpoint
+ * @req: the request, checked: a format, size and root the device walks
+ *
+ * The container replaces any table the group had, in one step.
+ *
+ * Return: the status: NOMEM past the shadow's bounds or for lack of
+ * memory, UNSUPP when the group's container does not nest.
+ */
+u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			   const struct virtio_iommu_req_attach_table *req)
+{
+	struct vhost_iommu_vfio *g = ep->vfio;
+	struct vfio_nest_table t = {
+		.format = le16_to_cpu(req->format),
+		.ias = req->ias,
+		.granule = req->granule,
+		.root = le64_to_cpu(req->root),
+		.fault = vhost_iommu_vfio_fault,
+		.data = g,
+	};
+	int ret;
+
+	ret = vfio_file_nest_attach(g->file, &t);
+	if (!ret)
+		g->nested = true;
+	return vhost_iommu_vfio_status(ret);
+}
+
+/**
+ * vhost_iommu_vfio_detach() - take the guest's table from @ep's group
+ * @ep: the endpoint
+ *
+ * The group translates with stage 2 alone again, and none of its faults
+ * reach the guest once this returned.
+ */
+void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
+{
+	struct vhost_iommu_vfio *g = ep->vfio;
+
+	if (!g || !g->nested)
+		return;
+	/* -ENOENT: the VMM took the table away already; nothing is left */
+	vfio_file_nest_detach(g->file);
+	g->nested = false;
+}
+
+/**
+ * vhost_iommu_vfio_invalidate() - INVALIDATE for the VFIO groups of @dom
+ * @dom: a table domain
+ * @start: first address of the range
+ * @end: its last
+ *
+ * Each group's container recomposes the range from the guest's table; on
+ * error, the range translates nothing there.
+ *
+ * Return: the status of the first group that failed, else OK.
+ */
+u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
+			       u64 end)
+{
+	struct vhost_iommu_ep *ep;
+	u8 status = VIRTIO_IOMMU_S_OK;
+	int ret;
+
+	list_for_each_entry(ep, &dom->endpoints, node) {
+		if (!ep->vfio || !ep->vfio->nested)
+			continue;
+		ret = vfio_file_nest_invalidate(ep->vfio->file, start, end);
+		if (ret && status == VIRTIO_IOMMU_S_OK)
+			status = vhost_iommu_vfio_status(ret);
+	}
+	return status;
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost-iommu forwarding a VFIO endpoint's table to its container
+ * (VHOST_IOMMU_EP_F_VFIO, Documentation/iommu/vhost-iommu.rst), judged by
+ * QEMU's edu device behind the IOMMU the scenario gives it.
+ *
+ * The test plays the VMM and the guest, as the other vhost-iommu tests
+ * do: the fixture's memory is the guest's, in vhost-iommu's memory table
+ * and mapped with MAP_DMA at the same guest-physical addresses (stage 2)
+ * in a VFIO_TYPE1_NESTING_IOMMU container holding the edu's group.  The
+ * guest's table is written with the tests' own writer (vhost_iommu_pt.h)
+ * and attached with ATTACH_TABLE; vhost-iommu hands it to the container,
+ * which composes it with stage 2 for the IOMMU model to walk.  What the
+ * edu reads and writes through the guest's IOVAs shows whether the
+ * request reached the container; faults must come back on the event
+ * queue where NEST_FAULT_RECORDS=1 says the IOMMU driver reports them.
+ */
+#include "vfio_edu.h"
+#include "vhost_iommu_pt.h"
+
+#define EDU_EP		0x100	/* the edu's endpoint ID */
+#define EDU_DOM		30
+#define EDU_DOM2	31
+#define IOVA_SRC	0x01000000ULL	/* the edu masks addresses to 28 bits */
+#define IOVA_DST	0x01100000ULL
+#define IOVA_HOLE	0x02000000ULL	/* never in the guest's table */
+#define DATA(i)		(GPA_BASE + OFF_PT_DATA + (i) * PG)
+#define XFER		1024
+
+struct edu {
+	int container, group, device;
+	uint8_t *bar;
+	size_t bar_size;
+};
+
+/*
+ * The edu's group in a container of @type whose stage 2 is the fixture's
+ * memory: 0, or 1 when the scenario has no edu (the test is skipped).
+ */
+static int edu_up(struct __test_metadata *_metadata,
+		  struct _test_data_viommu *self, struct edu *e,
+		  unsigned long type)
+{
+	char path[64];
+	int id;
+
+	e->container = e->group = e->device = -1;
+	e->bar = NULL;
+	if (find_edu())
+		SKIP(return 1, "no edu device (QEMU -device edu)");
+	ASSERT_EQ(0, bind_vfio_pci());
+	id = edu_iommu_group();
+	ASSERT_LE(0, id);
+	e->container = open("/dev/vfio/vfio", O_RDWR);
+	ASSERT_LE(0, e->container);
+	snprintf(path, sizeof(path), "/dev/vfio/%d", id);
+	e->group = open(path, O_RDWR);
+	ASSERT_LE(0, e->group);
+	ASSERT_EQ(0, ioctl(e->group, VFIO_GROUP_SET_CONTAINER, &e->container));
+	ASSERT_EQ(0, ioctl(e->container, VFIO_SET_IOMMU, type));
+	e->device = ioctl(e->group, VFIO_GROUP_GET_DEVICE_FD, edu_bdf);
+	ASSERT_LE(0, e->device);
+	open_bar(_metadata, e->device, &e->bar, &e->bar_size);
+	ASSERT_EQ(0, map_dma(e->container, self->mem, GPA_BASE, MEM_SIZE));
+	return 0;
+}
+
+static void edu_down(struct edu *e)
+{
+	int fds[] = { e->device, e->group, e->container };
+
+	edu_close(e->bar, e->bar_size, fds, ARRAY_SIZE(fds));
+}
+
+/* The edu as an endpoint of the fixture's device, page-table sharing on */
+static int add_vfio_ep(struct _test_data_viommu *self, uint32_t id, int fd)
+{
+	struct vhost_iommu_endpoint ep = {
+		.id = id, .flags = VHOST_IOMMU_EP_F_VFIO, .vfio_group_fd = fd,
+	};
+
+	return ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep) ? -errno : 0;
+}
+
+/* Copy XFER bytes by DMA from IOVA @src to @dst through the edu */
+static int copy(struct edu *e, uint64_t src, uint64_t dst)
+{
+	return edu_dma(e->bar, src, EDU_BUFFER, XFER, false) ?:
+	       edu_dma(e->bar, EDU_BUFFER, dst, XFER, true);
+}
+
+static uint8_t *page(struct _test_data_viommu *self, unsigned int i)
+{
+	return gpa_ptr(self->mem, DATA(i));
+}
+
+static int fault_events(void)
+{
+	const char *r = getenv("NEST_FAULT_RECORDS");
+
+	return r && !strcmp(r, "1");
+}
+
+/*
+ * The next fault event: a MAPPING fault of a write by the edu's endpoint
+ * in the page of @iova (the IOMMU reports the page).  Later events of
+ * the same transfer (it may fault on more than one page) are taken too.
+ */
+#define EXPECT_EDU_FAULT(_iova)						\
+	do {								\
+		struct virtio_iommu_fault _f;				\
+		uint32_t _len;						\
+									\
+		if (!fault_events())					\
+			break;						\
+		ASSERT_EQ(0, evt_next(&self->eq, self->mem, &_f, &_len)) \
+			TH_LOG("no fault event for %#llx", _iova);	\
+		EXPECT_EQ(sizeof(_f), _len);				\
+		EXPECT_EQ(VIRTIO_IOMMU_FAULT_R_MAPPING, _f.reason);	\
+		EXPECT_EQ(VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, _f.flags);	\
+		EXPECT_EQ(EDU_EP, _f.endpoint);				\
+		EXPECT_EQ((_iova), _f.address & ~(PG - 1));		\
+		while (!evt_none(&self->eq))				\
+			evt_next(&self->eq, self->mem, &_f, &_len);	\
+	} while (0)
+
+/*
+ * ADD_ENDPOINT with VHOST_IOMMU_EP_F_VFIO: the descriptor must be a VFIO
+ * group (uAPI: EBADF, EINVAL); an endpoint ID is taken once.
+ */
+TEST_F(viommu, vfio_endpoint_arguments)
+{
+	int efd = eventfd(0, 0);
+	struct edu e;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	ASSERT_LE(0, efd);
+	EXPECT_EQ(-EBADF, add_vfio_ep(self, EDU_EP, -1));
+	EXPECT_EQ(-EINVAL, add_vfio_ep(self, EDU_EP, efd));
+	EXPECT_EQ(-EINVAL, add_vfio_ep(self, EDU_EP, e.container));
+	EXPECT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	EXPECT_EQ(-EEXIST, add_vfio_ep(self, EDU_EP, e.group));
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT,
+			   &(uint32_t){ EDU_EP }));
+	EXPECT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	close(efd);
+	edu_down(&e);
+}
+
+/*
+ * The whole forward: ATTACH_TABLE gives the group the guest's table (DMA
+ * through its IOVAs lands in the pages it names, data compared), an IOVA
+ * it does not map faults (an event for the guest, memory untouched),
+ * INVALIDATE makes a change take effect and the old page unreachable,
+ * and DETACH takes the table away.
+ */
+TEST_F(viommu, vfio_dma_through_guest_table)
+{
+	uint8_t want[XFER];
+	struct edu e;
+	struct pt p;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	table_up(_metadata, self, 0);
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+
+	pt_init(&p, self->mem, PT_VTD, 3);
+	fill(page(self, 0), PG, 1);
+	memset(page(self, 1), 0, PG);
+	memset(page(self, 2), 0, PG);
+	ASSERT_EQ(0, pt_map(&p, IOVA_SRC, DATA(0), 0, PT_R));
+	ASSERT_EQ(0, pt_map(&p, IOVA_DST, DATA(1), 0, PT_R | PT_W));
+	ASSERT_EQ(OK, pt_attach(self, &p, EDU_DOM, EDU_EP));
+	ASSERT_EQ(0, copy(&e, IOVA_SRC, IOVA_DST));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+
+	/*
+	 * A hole: the write faults, and no page changes.  Intel's driver
+	 * reads ten faults per five seconds, from the first after a pause
+	 * (vfio_nested's fault_window()): both faults below are seen after
+	 * one.
+	 */
+	if (fault_events())
+		sleep_ms(5100);
+	memcpy(want, page(self, 2), XFER);
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_HOLE, XFER, true));
+	EXPECT_EDU_FAULT(IOVA_HOLE);
+	EXPECT_EQ(0, memcmp(want, page(self, 2), XFER));
+
+	/* Remapped and invalidated: the next copy lands in page 2 alone */
+	fill(page(self, 0), PG, 2);
+	memset(page(self, 1), 0, PG);
+	ASSERT_EQ(0, pt_map(&p, IOVA_DST, DATA(2), 0, PT_R | PT_W));
+	ASSERT_EQ(OK, invalidate(self, EDU_DOM, INV_RANGE, INV_LEAF, IOVA_DST,
+				 IOVA_DST + PG - 1));
+	ASSERT_EQ(0, copy(&e, IOVA_SRC, IOVA_DST));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 2), XFER));
+	EXPECT_EQ(0, page(self, 1)[0] | page(self, 1)[XFER - 1]);
+
+	/* Cleared and invalidated (the whole domain): it faults */
+	pt_clear(&p, IOVA_DST, 0);
+	ASSERT_EQ(OK, invalidate(self, EDU_DOM, INV_DOMAIN, 0, 0, 0));
+	memcpy(want, page(self, 2), XFER);
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_DST, XFER, true));
+	EXPECT_EDU_FAULT(IOVA_DST);
+	EXPECT_EQ(0, memcmp(want, page(self, 2), XFER));
+
+	/*
+	 * DETACH: the group is back on stage 2 alone, where IOVA_SRC is no
+	 * guest-physical address: the read faults.
+	 */
+	ASSERT_EQ(OK, detach(self, EDU_DOM, EDU_EP));
+	ASSERT_EQ(0, edu_dma(e.bar, IOVA_SRC, EDU_BUFFER, XFER, false));
+	EXPECT_TRUE(evt_none(&self->eq));
+	edu_down(&e);
+}
+
+/*
+ * The table moves: ATTACH_TABLE of another domain replaces the group's
+ * table in one step, and closing the device takes it away.
+ */
+TEST_F(viommu, vfio_table_replaced_then_device_closed)
+{
+	struct edu e;
+	struct pt p, q;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	table_up(_metadata, self, 0);
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+
+	fill(page(self, 0), PG, 3);
+	fill(page(self, 3), PG, 4);
+	memset(page(self, 1), 0, PG);
+	pt_init(&p, self->mem, PT_VTD, 3);
+	ASSERT_EQ(0, pt_map(&p, IOVA_SRC, DATA(0), 0, PT_R));
+	ASSERT_EQ(0, pt_map(&p, IOVA_DST, DATA(1), 0, PT_R | PT_W));
+	ASSERT_EQ(OK, pt_attach(self, &p, EDU_DOM, EDU_EP));
+	/* A second table, from the same pool after the first one's pages */
+	q = p;
+	q.root = pt_new_table(&q);
+	ASSERT_NE(0, q.root);
+	ASSERT_EQ(0, pt_map(&q, IOVA_SRC, DATA(3), 0, PT_R));
+	ASSERT_EQ(0, pt_map(&q, IOVA_DST, DATA(1), 0, PT_R | PT_W));
+	ASSERT_EQ(OK, pt_attach(self, &q, EDU_DOM2, EDU_EP));
+	ASSERT_EQ(0, copy(&e, IOVA_SRC, IOVA_DST));
+	EXPECT_EQ(0, memcmp(page(self, 3), page(self, 1), XFER));
+
+	/* The device goes: the group is left with stage 2 alone */
+	viommu_dev_down(self);
+	memset(page(self, 1), 0, PG);
+	ASSERT_EQ(0, copy(&e, DATA(0), DATA(1)));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+	edu_down(&e);
+}
+
+/*
+ * What a VFIO endpoint cannot be: in a MAP domain (nothing here
+ * translates its DMA: UNSUPP), or given a table when its container does
+ * not nest (UNSUPP).  A bypass domain is stage 2 alone.
+ */
+TEST_F(viommu, vfio_unsupported_domains)
+{
+	struct edu e;
+	struct pt p;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1v2_IOMMU))
+		return;
+	table_up(_metadata, self, 0);
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	EXPECT_EQ(VIRTIO_IOMMU_S_UNSUPP, attach(self, EDU_DOM, EDU_EP, 0));
+	pt_init(&p, self->mem, PT_VTD, 3);
+	ASSERT_EQ(0, pt_map(&p, IOVA_SRC, DATA(0), 0, PT_R));
+	EXPECT_EQ(VIRTIO_IOMMU_S_UNSUPP, pt_attach(self, &p, EDU_DOM, EDU_EP));
+
+	fill(page(self, 0), PG, 5);
+	memset(page(self, 1), 0, PG);
+	EXPECT_EQ(OK, attach(self, EDU_DOM2, EDU_EP,
+			     VIRTIO_IOMMU_ATTACH_F_BYPASS));
+	ASSERT_EQ(0, copy(&e, DATA(0), DATA(1)));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+	/* The device still serves the other endpoints */
+	EXPECT_EQ(OK, attach(self, 1, 2, 0));
+	edu_down(&e);
+}
+
+TEST_HARNESS_MAIN
