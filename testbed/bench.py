@@ -369,6 +369,17 @@ VIOMMU_MEDIANS = ("map_ns", "unmap_ns", "requests_per_1k_maps", "kicks_per_1k_ma
                   "invalidates_per_1k_maps")
 
 
+def median_of(vals: list, digits: int = 1) -> int | float:
+    """The median of one metric over the rounds: a whole number when every
+    round's value is one (nanoseconds, counts), else rounded to @digits
+    decimals (rates: edu DMA's 0.0095 MB/s needs 4). The one rule of every
+    bench's rows."""
+    med = statistics.median(vals)
+    if all(isinstance(v, int) for v in vals):
+        return round(med)
+    return round(med, digits)
+
+
 def median_row(runs: list[dict], keys: tuple[str, ...],
                per_round: tuple[str, ...] = ()) -> dict:
     """One row from repeated boots of the same path: the median of each of
@@ -377,9 +388,7 @@ def median_row(runs: list[dict], keys: tuple[str, ...],
     out = dict(runs[0])
     for key in keys:
         if key in out:
-            vals = [r[key] for r in runs]
-            med = statistics.median(vals)
-            out[key] = round(med, 1) if isinstance(med, float) else int(med)
+            out[key] = median_of([r[key] for r in runs])
     for key in ("map_ns", "unmap_ns", "kicks_per_1k_maps", *per_round):
         if key in out:
             out[f"{key}_runs"] = [r[key] for r in runs]

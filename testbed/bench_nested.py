@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 from pathlib import Path
 
 from . import kernel, nested, qemu_build
-from .bench import driver_counts, latencies, per_1k, write_rows
+from .bench import driver_counts, latencies, median_of, per_1k, write_rows
 from .shell import StepError, step
 
 # (key, nested scenario, the group type the edu must sit in, more of L2's
@@ -95,10 +94,8 @@ def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
         have = METRICS + ((KICKS,) if all(KICKS in r for r in runs) else ())
         for k in have:
             vals = [r[k] for r in runs]
-            med = statistics.median(vals)
             # latencies stay whole ns, rates two decimals
-            ints = all(isinstance(v, int) for v in vals)
-            row[k] = round(med) if ints else round(med, 2)
+            row[k] = median_of(vals, 2)
             row[f"{k}_runs"] = vals
         rows.append(row)
     return rows

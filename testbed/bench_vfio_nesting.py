@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 from pathlib import Path
 
 from . import boot, initramfs, kernel
-from .bench import write_rows
+from .bench import median_of, write_rows
 from .scenarios import SCENARIOS
 from .shell import StepError, step
 
@@ -60,8 +59,7 @@ def rows_of(iommu: str, diags: list[str], rounds: int) -> list[dict]:
                "pairs": sum(r["pairs"] for r in got)}
         for k in METRICS:
             vals = [r[k] for r in got]
-            med = statistics.median(vals)
-            row[k] = round(med, 4) if k == "dma_mb_s" else round(med)
+            row[k] = median_of(vals, 4)
             row[f"{k}_runs"] = vals
         rows.append(row)
     add_ratios(rows)

@@ -341,6 +341,11 @@ def test_bench_drivers_rows():
     assert bench.median_row(runs, bench.DRIVER_MEDIANS) == {
         "iommu": "smmuv3", "path": "old", "map_ns": 2000, "unmap_ns": 1000, "runs": 3,
         "map_ns_runs": [3000, 1000, 2000], "unmap_ns_runs": [900, 1100, 1000]}
+    # One rounding rule for every bench: whole numbers stay whole, rates keep
+    # the decimals asked for (edu DMA's MB/s would round to 0 at one)
+    assert bench.median_of([3000, 1000, 2000, 4000]) == 2500
+    assert bench.median_of([0.0095, 0.0094, 0.0097], 4) == 0.0095
+    assert bench.median_of([1.25, 1.0, 1.5]) == 1.2
     # bench-viommu rows: the counts are medians too, and stay floats
     runs = [{"driver": "ours", "mode": "strict", "map_ns": 1000, "unmap_ns": 900,
              "kicks_per_1k_maps": k, "requests_per_1k_maps": 2000.0} for k in (1100.5, 900.0, 1000.0)]

@@ -44,7 +44,9 @@ static int edu_up(struct __test_metadata *_metadata,
 	char path[64];
 	int id;
 
-	e->container = e->group = e->device = -1;
+	e->container = -1;
+	e->group = -1;
+	e->device = -1;
 	e->bar = NULL;
 	if (find_edu())
 		SKIP(return 1, "no edu device (QEMU -device edu)");
@@ -109,17 +111,19 @@ static int fault_events(void)
 #define EXPECT_EDU_FAULT(_iova)						\
 	do {								\
 		struct virtio_iommu_fault _f;				\
+		uint64_t _want = (_iova);				\
 		uint32_t _len;						\
 									\
 		if (!fault_events())					\
 			break;						\
 		ASSERT_EQ(0, evt_next(&self->eq, self->mem, &_f, &_len)) \
-			TH_LOG("no fault event for %#llx", _iova);	\
+			TH_LOG("no fault event for %#llx",		\
+			       (unsigned long long)_want);		\
 		EXPECT_EQ(sizeof(_f), _len);				\
 		EXPECT_EQ(VIRTIO_IOMMU_FAULT_R_MAPPING, _f.reason);	\
 		EXPECT_EQ(VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, _f.flags);	\
 		EXPECT_EQ(EDU_EP, _f.endpoint);				\
-		EXPECT_EQ((_iova), _f.address & ~(PG - 1));		\
+		EXPECT_EQ(_want, _f.address & ~(PG - 1));		\
 		while (!evt_none(&self->eq))				\
 			evt_next(&self->eq, self->mem, &_f, &_len);	\
 	} while (0)
