@@ -361,12 +361,6 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 	status = vhost_iommu_attach_ep(v, req->endpoint, domain, &ep);
 	if (status)
 		return status;
-	/*
-	 * A VFIO group's DMA is translated by the host IOMMU from a stage-1
-	 * table: it has none for a MAP domain (rst: UNSUPP).
-	 */
-	if (ep->vfio && !bypass)
-		return VIRTIO_IOMMU_S_UNSUPP;
 
 	dom = xa_load(&v->domains, domain);
 	if (dom) {
@@ -382,9 +376,21 @@ u8 vhost_iommu_attach(struct vhost_iommu *v,
 		if (!dom)
 			return VIRTIO_IOMMU_S_NOMEM;
 	}
-	/* A bypass domain: a VFIO group translates with stage 2 alone */
-	if (ep->vfio)
+	/*
+	 * A VFIO group's container composes a MAP domain with stage 2, and
+	 * replaces what the group had in one step; failing, the endpoint
+	 * stays where it was.  In a bypass domain it has stage 2 alone.
+	 */
+	if (ep->vfio && bypass) {
 		vhost_iommu_vfio_detach(ep);
+	} else if (ep->vfio) {
+		status = vhost_iommu_vfio_attach(ep, dom, NULL);
+		if (status) {
+			if (!dom->nr_endpoints)
+				vhost_iommu_free_domain(v, dom);
+			return status;
+		}
+	}
 	vhost_iommu_join(v, ep, dom);
 	return VIRTIO_IOMMU_S_OK;
 }
@@ -484,6 +490,16 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 			return VIRTIO_IOMMU_S_DEVERR;
 		}
 	}
+	/*
+	 * The VFIO groups in the domain compose the new range with stage 2
+	 * before it completes.  One that cannot: the MAP is undone, there too.
+	 */
+	status = vhost_iommu_vfio_invalidate(dom, start, end);
+	if (status) {
+		vhost_iommu_pt_clear(v, dom, start, end);
+		vhost_iommu_vfio_invalidate(dom, start, end);
+		return status;
+	}
 	dom->nr_mappings++;
 	v->nr_mappings++;
 	return VIRTIO_IOMMU_S_OK;
@@ -547,6 +563,8 @@ remove:
 	/* Before the request completes, no bound device may use them */
 	vhost_iommu_invalidate_dom(v, dom, u.first, u.last);
 	vhost_iommu_pt_clear(v, dom, u.first, u.last);
+	/* And the VFIO groups' IOTLBs: a range with nothing can but clear */
+	vhost_iommu_vfio_invalidate(dom, u.first, u.last);
 	dom->nr_mappings -= u.maps;
 	v->nr_mappings -= u.maps;
 	return VIRTIO_IOMMU_S_OK;
@@ -612,4 +630,36 @@ int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 	end = min(gpt_marks_end(&dom->pt, &page, limit), limit);
 	t->size = end - t->iova + 1;
 	return 0;
+}
+
+/**
+ * vhost_iommu_dom_lookup() - the page a MAP domain maps at an address, or
+ *                            the hole there
+ * @dom: a MAP domain, under v->lock
+ * @iova: the address
+ * @leaf: the page (@leaf->pa guest-physical); with -ENOENT, the range that
+ *        translates nothing: a page of a MAP without access, or the hole
+ *        from @iova to the next page mapped
+ *
+ * The lookup of a walk that skips holes whole, as a foreign table's does:
+ * the container of a VFIO endpoint composes the domain with it.
+ *
+ * Return: 0 or -ENOENT.
+ */
+int vhost_iommu_dom_lookup(struct vhost_iommu_domain *dom, u64 iova,
+			   struct gpt_leaf *leaf)
+{
+	if (gpt_marks_walk(&dom->pt, iova, U64_MAX, gpt_marks_copy_leaf,
+			   leaf) != 1) {
+		leaf->iova = iova;
+		/* Up to the top; from 0 one byte short, which a length holds */
+		leaf->size = iova ? -iova : U64_MAX;
+		return -ENOENT;
+	}
+	if (leaf->iova > iova) {
+		leaf->size = leaf->iova - iova;
+		leaf->iova = iova;
+		return -ENOENT;
+	}
+	return leaf->sw & VHOST_IOMMU_SW_NONE ? -ENOENT : 0;
 }

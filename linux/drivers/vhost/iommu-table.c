@@ -227,7 +227,7 @@ u8 vhost_iommu_attach_table(struct vhost_iommu *v,
 	 * one it had; failing, the endpoint stays where it was.
 	 */
 	if (ep->vfio) {
-		status = vhost_iommu_vfio_attach(ep, req);
+		status = vhost_iommu_vfio_attach(ep, dom, req);
 		if (status) {
 			if (!dom->nr_endpoints)
 				vhost_iommu_free_domain(v, dom);

@@ -4,11 +4,13 @@
  *
  * Their DMA does not come through vhost: the host IOMMU translates it, with
  * the container's MAP_DMA mappings (the guest's memory, stage 2) and, once
- * the guest attached a table to the endpoint's domain, that table as stage
- * 1 (vfio_file_nest_*(), Documentation/iommu/vfio-nesting.rst).  So the
- * guest's ATTACH_TABLE and INVALIDATE of such a domain go to the container
- * from the worker that serves them, and the group's faults come back as
- * fault events, with no trip to the VMM.
+ * the guest attached the endpoint to a domain, that domain as stage 1
+ * (vfio_file_nest_*(), Documentation/iommu/vfio-nesting.rst): the guest's
+ * own table for a table domain, or the MAPs of a MAP domain, which the
+ * container reads through vhost_iommu_dom_lookup().  So ATTACH,
+ * ATTACH_TABLE, MAP, UNMAP and INVALIDATE of such a domain reach the
+ * container from the worker that serves them, and the group's faults come
+ * back as fault events, with no trip to the VMM.
  */
 #include <linux/file.h>
 #include <linux/slab.h>
@@ -21,13 +23,15 @@
  * @file: the group's file, held while the endpoint exists
  * @v: the device, for fault events
  * @endpoint: the endpoint's ID, for fault events
- * @nested: the group has a table the guest attached (under v->lock)
+ * @nested: the group has a stage 1 of ours (under v->lock)
+ * @dom: the domain it is, for the container's lookups in a MAP domain
  */
 struct vhost_iommu_vfio {
 	struct file *file;
 	struct vhost_iommu *v;
 	u32 endpoint;
 	bool nested;
+	struct vhost_iommu_domain *dom;
 };
 
 /**
@@ -105,34 +109,60 @@ static void vhost_iommu_vfio_fault(void *data, u64 iova, u32 flags)
 				 g->endpoint, iova);
 }
 
+/*
+ * The container's lookup in a MAP domain, from within our own attach and
+ * invalidate calls, under v->lock
+ */
+static int vhost_iommu_vfio_lookup(void *data, u64 iova, struct gpt_leaf *leaf)
+{
+	struct vhost_iommu_vfio *g = data;
+
+	return vhost_iommu_dom_lookup(g->dom, iova, leaf);
+}
+
 /**
- * vhost_iommu_vfio_attach() - give @ep's group the table of ATTACH_TABLE
+ * vhost_iommu_vfio_attach() - give @ep's group @dom as its stage 1
  * @ep: the endpoint
- * @req: the request, checked: a format, size and root the device walks
+ * @dom: the domain the endpoint joins, a MAP or a table domain
+ * @req: for a table domain, its ATTACH_TABLE, checked: a format, size and
+ *       root the device walks; NULL for a MAP domain
  *
- * The container replaces any table the group had, in one step.
+ * The container composes the domain's translations with stage 2 and
+ * replaces what the group had, in one step.
  *
  * Return: the status: NOMEM past the shadow's bounds or for lack of
  * memory, UNSUPP when the group's container does not nest.
  */
 u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			   struct vhost_iommu_domain *dom,
 			   const struct virtio_iommu_req_attach_table *req)
 {
 	struct vhost_iommu_vfio *g = ep->vfio;
+	struct vhost_iommu_domain *was = g->dom;
 	struct vfio_nest_table t = {
-		.format = le16_to_cpu(req->format),
-		.ias = req->ias,
-		.granule = req->granule,
-		.root = le64_to_cpu(req->root),
 		.fault = vhost_iommu_vfio_fault,
 		.data = g,
 	};
 	int ret;
 
+	if (req) {
+		t.format = le16_to_cpu(req->format);
+		t.ias = req->ias;
+		t.granule = req->granule;
+		t.root = le64_to_cpu(req->root);
+	} else {
+		t.lookup = vhost_iommu_vfio_lookup;
+		t.ias = fls64(g->v->cfg.input_end);
+		t.granule = PAGE_SHIFT;
+	}
+	g->dom = dom;
 	ret = vfio_file_nest_attach(g->file, &t);
-	if (!ret)
-		g->nested = true;
-	return vhost_iommu_vfio_status(ret);
+	if (ret) {
+		g->dom = was;
+		return vhost_iommu_vfio_status(ret);
+	}
+	g->nested = true;
+	return VIRTIO_IOMMU_S_OK;
 }
 
 /**
@@ -148,19 +178,21 @@ void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
 
 	if (!g || !g->nested)
 		return;
-	/* -ENOENT: the VMM took the table away already; nothing is left */
+	/* -ENOENT: the group left the container; nothing is left */
 	vfio_file_nest_detach(g->file);
 	g->nested = false;
+	g->dom = NULL;
 }
 
 /**
- * vhost_iommu_vfio_invalidate() - INVALIDATE for the VFIO groups of @dom
- * @dom: a table domain
+ * vhost_iommu_vfio_invalidate() - a range of @dom changed: the VFIO groups
+ * @dom: the domain: a table domain (INVALIDATE) or a MAP domain (MAP,
+ *       UNMAP)
  * @start: first address of the range
  * @end: its last
  *
- * Each group's container recomposes the range from the guest's table; on
- * error, the range translates nothing there.
+ * Each group's container recomposes the range from the domain as it is
+ * now; on error, the range translates nothing there.
  *
  * Return: the status of the first group that failed, else OK.
  */

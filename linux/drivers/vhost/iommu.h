@@ -207,6 +207,8 @@ void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 void vhost_iommu_reset(struct vhost_iommu *v);
 int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 		      u32 access, u8 *reason, u64 max);
+int vhost_iommu_dom_lookup(struct vhost_iommu_domain *dom, u64 iova,
+			   struct gpt_leaf *leaf);
 
 /* iommu-table.c: page-table sharing, under v->lock */
 u32 vhost_iommu_table_formats(void);
@@ -230,6 +232,7 @@ int vhost_iommu_vfio_get(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 			 int fd);
 void vhost_iommu_vfio_put(struct vhost_iommu_ep *ep);
 u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			   struct vhost_iommu_domain *dom,
 			   const struct virtio_iommu_req_attach_table *req);
 void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep);
 u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
@@ -247,6 +250,7 @@ static inline void vhost_iommu_vfio_put(struct vhost_iommu_ep *ep)
 
 static inline u8
 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
+			struct vhost_iommu_domain *dom,
 			const struct virtio_iommu_req_attach_table *req)
 {
 	return VIRTIO_IOMMU_S_UNSUPP;

@@ -132,9 +132,10 @@ struct vhost_iommu_resv_region {
 /*
  * The endpoint is a device assigned with VFIO, its group in a container set
  * to VFIO_TYPE1_NESTING_IOMMU whose MAP_DMA mappings are the guest's memory
- * (stage 2): the guest's ATTACH_TABLE and INVALIDATE of its domain go to
- * the container as a stage-1 table (Documentation/iommu/vfio-nesting.rst),
- * and its faults come back as fault events.  Implies NO_POSTED_MAP.  Needs
+ * (stage 2): the domain the guest attaches it to, a table or the MAPs,
+ * becomes the group's stage 1 in the container, kept up to date by each
+ * INVALIDATE, MAP and UNMAP (Documentation/iommu/vfio-nesting.rst), and
+ * its faults come back as fault events.  Implies NO_POSTED_MAP.  Needs
  * CONFIG_VHOST_IOMMU_VFIO (EOPNOTSUPP without); EBADF for a bad descriptor,
  * EINVAL for one that is not a VFIO group.
  */

@@ -262,11 +262,69 @@ TEST_F(viommu, vfio_table_replaced_then_device_closed)
 }
 
 /*
- * What a VFIO endpoint cannot be: in a MAP domain (nothing here
- * translates its DMA: UNSUPP), or given a table when its container does
- * not nest (UNSUPP).  A bypass domain is stage 2 alone.
+ * A MAP domain: the container composes the domain's MAPs with stage 2 when
+ * the endpoint joins it (a MAP made before, for another endpoint, works at
+ * once), and each MAP and UNMAP reaches it before it completes: DMA lands
+ * where the MAPs say, an unmapped page faults (an event, memory untouched),
+ * a new MAP takes effect.  The VMM's own NESTING ioctls leave a stage 1
+ * that vhost-iommu attached alone (EBUSY) until it is detached.
  */
-TEST_F(viommu, vfio_unsupported_domains)
+TEST_F(viommu, vfio_dma_through_map_domain)
+{
+	struct vfio_iommu_nesting_invalidate inv = { .argsz = sizeof(inv) };
+	uint8_t want[XFER];
+	struct edu e;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	fill(page(self, 0), PG, 6);
+	memset(page(self, 1), 0, PG);
+	memset(page(self, 2), 0, PG);
+
+	ASSERT_EQ(OK, attach(self, EDU_DOM, 2, 0));
+	ASSERT_EQ(OK, map(self, EDU_DOM, IOVA_SRC, IOVA_SRC + PG - 1, DATA(0),
+			  VIRTIO_IOMMU_MAP_F_READ));
+	ASSERT_EQ(OK, attach(self, EDU_DOM, EDU_EP, 0));
+	ASSERT_EQ(OK, map(self, EDU_DOM, IOVA_DST, IOVA_DST + PG - 1, DATA(1),
+			  RW));
+	ASSERT_EQ(0, copy(&e, IOVA_SRC, IOVA_DST));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+
+	inv.group = edu_iommu_group();
+	EXPECT_EQ(-1, ioctl(e.container, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
+	EXPECT_EQ(EBUSY, errno);
+
+	/* Unmapped: the write faults (see vfio_dma_through_guest_table) */
+	ASSERT_EQ(OK, unmap(self, EDU_DOM, IOVA_DST, IOVA_DST + PG - 1));
+	if (fault_events())
+		sleep_ms(5100);
+	memcpy(want, page(self, 1), XFER);
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_DST, XFER, true));
+	EXPECT_EDU_FAULT(IOVA_DST);
+	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
+
+	/* Mapped elsewhere: the next copy lands there */
+	ASSERT_EQ(OK, map(self, EDU_DOM, IOVA_DST, IOVA_DST + PG - 1, DATA(2),
+			  RW));
+	ASSERT_EQ(0, copy(&e, IOVA_SRC, IOVA_DST));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 2), XFER));
+	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
+
+	ASSERT_EQ(OK, detach(self, EDU_DOM, EDU_EP));
+	EXPECT_EQ(-1, ioctl(e.container, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
+	EXPECT_EQ(ENOENT, errno);
+	edu_down(&e);
+}
+
+/*
+ * A container that does not nest has no stage 1 to give: ATTACH and
+ * ATTACH_TABLE of the endpoint are answered UNSUPP, and the endpoint stays
+ * where it was.  A bypass domain is stage 2 alone, which any container
+ * has.
+ */
+TEST_F(viommu, vfio_container_not_nesting)
 {
 	struct edu e;
 	struct pt p;
@@ -279,6 +337,9 @@ TEST_F(viommu, vfio_unsupported_domains)
 	pt_init(&p, self->mem, PT_VTD, 3);
 	ASSERT_EQ(0, pt_map(&p, IOVA_SRC, DATA(0), 0, PT_R));
 	EXPECT_EQ(VIRTIO_IOMMU_S_UNSUPP, pt_attach(self, &p, EDU_DOM, EDU_EP));
+	/* Neither domain was left behind: the ID is free for a MAP domain */
+	EXPECT_EQ(OK, attach(self, EDU_DOM, 2, 0));
+	EXPECT_EQ(OK, map(self, EDU_DOM, 0, PG - 1, DATA(0), RW));
 
 	fill(page(self, 0), PG, 5);
 	memset(page(self, 1), 0, PG);
@@ -286,8 +347,6 @@ TEST_F(viommu, vfio_unsupported_domains)
 			     VIRTIO_IOMMU_ATTACH_F_BYPASS));
 	ASSERT_EQ(0, copy(&e, DATA(0), DATA(1)));
 	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
-	/* The device still serves the other endpoints */
-	EXPECT_EQ(OK, attach(self, 1, 2, 0));
 	edu_down(&e);
 }
 
