@@ -181,10 +181,13 @@ static void vhost_iommu_leave(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
 
 void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
 {
-	/* A VFIO group's table goes first: the guest may then free it */
-	if (ep->vfio)
-		vhost_iommu_vfio_detach(ep);
 	vhost_iommu_leave(v, ep);
+	/*
+	 * A VFIO group's stage 1 becomes what a detached endpoint translates,
+	 * before the request completes: the guest may then free its table.
+	 */
+	if (ep->vfio)
+		vhost_iommu_vfio_settle(ep);
 }
 
 /* Device reset: every domain goes, endpoints stay, detached. */

@@ -24,6 +24,8 @@
  * @v: the device, for fault events
  * @endpoint: the endpoint's ID, for fault events
  * @nested: the group has a stage 1 of ours (under v->lock)
+ * @blocked: that stage 1 maps nothing: the endpoint is detached and the
+ *           config's bypass is off (under v->lock; read by faults)
  * @dom: the domain it is, for the container's lookups in a MAP domain
  */
 struct vhost_iommu_vfio {
@@ -31,6 +33,7 @@ struct vhost_iommu_vfio {
 	struct vhost_iommu *v;
 	u32 endpoint;
 	bool nested;
+	bool blocked;
 	struct vhost_iommu_domain *dom;
 };
 
@@ -102,11 +105,13 @@ static void vhost_iommu_vfio_fault(void *data, u64 iova, u32 flags)
 {
 	struct vhost_iommu_vfio *g = data;
 	u32 f = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+	/* As vhost_iommu_xlate() says it: no domain, or nothing mapped */
+	u8 reason = READ_ONCE(g->blocked) ? VIRTIO_IOMMU_FAULT_R_DOMAIN :
+					    VIRTIO_IOMMU_FAULT_R_MAPPING;
 
 	f |= flags & VFIO_NESTING_FAULT_WRITE ? VIRTIO_IOMMU_FAULT_F_WRITE :
 						VIRTIO_IOMMU_FAULT_F_READ;
-	vhost_iommu_report_fault(g->v, VIRTIO_IOMMU_FAULT_R_MAPPING, f,
-				 g->endpoint, iova);
+	vhost_iommu_report_fault(g->v, reason, f, g->endpoint, iova);
 }
 
 /*
@@ -162,7 +167,54 @@ u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 		return vhost_iommu_vfio_status(ret);
 	}
 	g->nested = true;
+	WRITE_ONCE(g->blocked, false);
 	return VIRTIO_IOMMU_S_OK;
+}
+
+/* The stage 1 of a blocked endpoint: one hole */
+static int vhost_iommu_vfio_nothing(void *data, u64 iova,
+				    struct gpt_leaf *leaf)
+{
+	leaf->iova = iova;
+	leaf->size = iova ? -iova : U64_MAX;
+	return -ENOENT;
+}
+
+/**
+ * vhost_iommu_vfio_settle() - what @ep translates in no domain
+ * @ep: an endpoint in no domain, or about to be in none
+ *
+ * As for every endpoint (vhost_iommu_xlate()): with the config's bypass
+ * on, everything, which is stage 2 alone; off, nothing: the group gets a
+ * stage 1 that maps nothing, replacing the one it had in one step, and its
+ * faults come back with reason DOMAIN.  Where the container cannot give
+ * one (it does not nest, or lacks memory), the group keeps stage 2: the
+ * guest's table must go either way, as the guest may free it now.
+ */
+void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
+{
+	struct vhost_iommu_vfio *g = ep->vfio;
+	struct vfio_nest_table t = {
+		.lookup = vhost_iommu_vfio_nothing,
+		.ias = 64,
+		.granule = PAGE_SHIFT,
+		.fault = vhost_iommu_vfio_fault,
+		.data = g,
+	};
+
+	if (!g || ep->domain)
+		return;
+	if (!g->v->cfg.bypass) {
+		if (g->blocked)
+			return;
+		if (!vfio_file_nest_attach(g->file, &t)) {
+			g->nested = true;
+			g->dom = NULL;
+			WRITE_ONCE(g->blocked, true);
+			return;
+		}
+	}
+	vhost_iommu_vfio_detach(ep);
 }
 
 /**
@@ -182,6 +234,7 @@ void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
 	vfio_file_nest_detach(g->file);
 	g->nested = false;
 	g->dom = NULL;
+	WRITE_ONCE(g->blocked, false);
 }
 
 /**

@@ -180,6 +180,17 @@ static u64 vhost_iommu_features(struct vhost_iommu *v)
 	return v->vqs[VHOST_IOMMU_VQ_REQUEST].acked_features;
 }
 
+/* The detached VFIO endpoints, after a change of bypass */
+static void vhost_iommu_settle_all(struct vhost_iommu *v)
+{
+	struct vhost_iommu_ep *ep;
+	unsigned long id;
+
+	xa_for_each(&v->endpoints, id, ep)
+		if (ep->vfio)
+			vhost_iommu_vfio_settle(ep);
+}
+
 static long vhost_iommu_set_config(struct vhost_iommu *v,
 				   struct vhost_iommu_config __user *argp)
 {
@@ -224,6 +235,7 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 			v->cfg.bypass = c.bypass;
 			/* Detached endpoints' translations change */
 			vhost_iommu_invalidate_all(v);
+			vhost_iommu_settle_all(v);
 		}
 		goto out;
 	}
@@ -236,6 +248,7 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 	}
 	v->cfg = c;
 	v->configured = true;
+	vhost_iommu_settle_all(v);
 out:
 	mutex_unlock(&v->lock);
 	return ret;
@@ -298,6 +311,9 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 		ret = -ENOSPC;
 	else
 		ret = xa_insert(&v->endpoints, e.id, ep, GFP_KERNEL_ACCOUNT);
+	/* Detached, it translates what the config says for that */
+	if (!ret && ep->vfio)
+		vhost_iommu_vfio_settle(ep);
 	mutex_unlock(&v->lock);
 	if (ret == -EBUSY)
 		ret = -EEXIST;

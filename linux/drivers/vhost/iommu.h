@@ -235,6 +235,7 @@ u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 			   struct vhost_iommu_domain *dom,
 			   const struct virtio_iommu_req_attach_table *req);
 void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep);
+void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep);
 u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
 			       u64 end);
 #else
@@ -257,6 +258,10 @@ vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 }
 
 static inline void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
+{
+}
+
+static inline void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
 {
 }
 

@@ -104,11 +104,12 @@ static int fault_events(void)
 }
 
 /*
- * The next fault event: a MAPPING fault of a write by the edu's endpoint
- * in the page of @iova (the IOMMU reports the page).  Later events of
- * the same transfer (it may fault on more than one page) are taken too.
+ * The next fault event: a fault for @_reason (MAPPING, or DOMAIN for a
+ * detached endpoint) of a write by the edu's endpoint in the page of
+ * @_iova (the IOMMU reports the page).  Later events of the same transfer
+ * (it may fault on more than one page) are taken too.
  */
-#define EXPECT_EDU_FAULT(_iova)						\
+#define EXPECT_EDU_FAULT(_reason, _iova)				\
 	do {								\
 		struct virtio_iommu_fault _f;				\
 		uint64_t _want = (_iova);				\
@@ -120,7 +121,7 @@ static int fault_events(void)
 			TH_LOG("no fault event for %#llx",		\
 			       (unsigned long long)_want);		\
 		EXPECT_EQ(sizeof(_f), _len);				\
-		EXPECT_EQ(VIRTIO_IOMMU_FAULT_R_MAPPING, _f.reason);	\
+		EXPECT_EQ(_reason, _f.reason);				\
 		EXPECT_EQ(VIRTIO_IOMMU_FAULT_F_WRITE | FF_A, _f.flags);	\
 		EXPECT_EQ(EDU_EP, _f.endpoint);				\
 		EXPECT_EQ(_want, _f.address & ~(PG - 1));		\
@@ -191,7 +192,7 @@ TEST_F(viommu, vfio_dma_through_guest_table)
 		sleep_ms(5100);
 	memcpy(want, page(self, 2), XFER);
 	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_HOLE, XFER, true));
-	EXPECT_EDU_FAULT(IOVA_HOLE);
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING, IOVA_HOLE);
 	EXPECT_EQ(0, memcmp(want, page(self, 2), XFER));
 
 	/* Remapped and invalidated: the next copy lands in page 2 alone */
@@ -209,16 +210,56 @@ TEST_F(viommu, vfio_dma_through_guest_table)
 	ASSERT_EQ(OK, invalidate(self, EDU_DOM, INV_DOMAIN, 0, 0, 0));
 	memcpy(want, page(self, 2), XFER);
 	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_DST, XFER, true));
-	EXPECT_EDU_FAULT(IOVA_DST);
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING, IOVA_DST);
 	EXPECT_EQ(0, memcmp(want, page(self, 2), XFER));
 
 	/*
-	 * DETACH: the group is back on stage 2 alone, where IOVA_SRC is no
-	 * guest-physical address: the read faults.
+	 * DETACH, bypass off: the endpoint reaches nothing, not even the
+	 * guest-physical page stage 2 maps (a DOMAIN fault).
 	 */
 	ASSERT_EQ(OK, detach(self, EDU_DOM, EDU_EP));
-	ASSERT_EQ(0, edu_dma(e.bar, IOVA_SRC, EDU_BUFFER, XFER, false));
-	EXPECT_TRUE(evt_none(&self->eq));
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, DATA(2), XFER, true));
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN, DATA(2));
+	EXPECT_EQ(0, memcmp(want, page(self, 2), XFER));
+	edu_down(&e);
+}
+
+/*
+ * A detached endpoint translates what the config's bypass says, as every
+ * endpoint does (virtio 1.3): off, nothing (its DMA faults with reason
+ * DOMAIN, memory untouched), on, everything (stage 2 alone), each change
+ * taking effect before SET_CONFIG returns.
+ */
+TEST_F(viommu, vfio_detached_follows_bypass)
+{
+	uint8_t want[XFER];
+	struct edu e;
+
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	fill(page(self, 0), PG, 7);
+	fill(page(self, 1), PG, 8);
+	memcpy(want, page(self, 1), XFER);
+	if (fault_events())
+		sleep_ms(5100);	/* see vfio_dma_through_guest_table */
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, DATA(1), XFER, true));
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN, DATA(1));
+	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
+
+	self->cfg.bypass = 1;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &self->cfg));
+	ASSERT_EQ(0, copy(&e, DATA(0), DATA(1)));
+	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+
+	self->cfg.bypass = 0;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &self->cfg));
+	fill(page(self, 1), PG, 9);
+	memcpy(want, page(self, 1), XFER);
+	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, DATA(1), XFER, true));
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_DOMAIN, DATA(1));
+	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
 	edu_down(&e);
 }
 
@@ -302,7 +343,7 @@ TEST_F(viommu, vfio_dma_through_map_domain)
 		sleep_ms(5100);
 	memcpy(want, page(self, 1), XFER);
 	ASSERT_EQ(0, edu_dma(e.bar, EDU_BUFFER, IOVA_DST, XFER, true));
-	EXPECT_EDU_FAULT(IOVA_DST);
+	EXPECT_EDU_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING, IOVA_DST);
 	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
 
 	/* Mapped elsewhere: the next copy lands there */
@@ -312,7 +353,12 @@ TEST_F(viommu, vfio_dma_through_map_domain)
 	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 2), XFER));
 	EXPECT_EQ(0, memcmp(want, page(self, 1), XFER));
 
+	/* Detached, it is still vhost-iommu's (it blocks); removed, not */
 	ASSERT_EQ(OK, detach(self, EDU_DOM, EDU_EP));
+	EXPECT_EQ(-1, ioctl(e.container, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
+	EXPECT_EQ(EBUSY, errno);
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT,
+			   &(uint32_t){ EDU_EP }));
 	EXPECT_EQ(-1, ioctl(e.container, VFIO_IOMMU_NESTING_INVALIDATE, &inv));
 	EXPECT_EQ(ENOENT, errno);
 	edu_down(&e);
