@@ -5,7 +5,8 @@
 # scenarios put on it, nothing else, so that the build stays small. And q35
 # with the VT-d and AMD IOMMU models: the virtio-iommu walks VT-d
 # second-level and AMD v1 tables with their code (page-table sharing), on
-# the board x86 guests use it on.
+# the board x86 guests use it on. vfio-pci, for the nested test bed's L2
+# guest with a device assigned behind the vhost-backed virtio-iommu.
 CONFIG_MICROVM=y
 CONFIG_Q35=y
 CONFIG_VTD=y
@@ -15,3 +16,4 @@ CONFIG_VIRTIO_BLK=y
 CONFIG_VIRTIO_NET=y
 CONFIG_VIRTIO_IOMMU=y
 CONFIG_EDU=y
+CONFIG_VFIO_PCI=y

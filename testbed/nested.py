@@ -29,7 +29,7 @@ from . import boot, initramfs, paths, qemu, qemu_build
 from .cpio import Archive
 from .kernel import TARGETS
 from .ktap import Console, parse_console
-from .scenarios import FAULT_PATTERNS, SCENARIOS
+from .scenarios import FAULT_PATTERNS, SCENARIOS, VFIO_UNSAFE_IRQS
 from .shell import StepError
 
 NESTED_DIR = paths.GUEST / "nested"
@@ -63,6 +63,12 @@ class Nested:
     template: str = L2_TEMPLATE     # the scenario whose env and append L2 takes
     l2_append: str = ""             # more of L2's command line
     l2_env: tuple[tuple[str, str], ...] = ()    # more of L2's /etc/tb.env
+    # L1's machine, its devices and command line: for l2_vfio, an edu
+    # behind L0's IOMMU that L1 assigns to L2 with VFIO
+    l1_machine: str = "q35"
+    l1_devices: tuple[str, ...] = ()
+    l1_append: str = ""
+    l2_vfio: bool = False           # L2's edu is L1's, through vfio-pci
 
 
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
@@ -87,6 +93,18 @@ NESTED = {n.name: n for n in (
            "for vhost-net's misses and the emulated devices' translations",
            "virtio-iommu-pci,vhost=on,attach-table=on", True,
            template="x86_64-virtio-iommu-pt", full_only=True),
+    # The whole chain of issue 20: L0's intel-iommu model walks the table
+    # L1's VFIO composed from L2's, which vhost-iommu in L1 forwarded
+    Nested("x86_64-nested-vhost-vfio",
+           "L1 behind intel-iommu assigns its edu to L2 with VFIO, behind "
+           "virtio-iommu-pci,vhost=on,attach-table=on: vhost-iommu hands L2's "
+           "tables to L1's nesting container, L0's intel-iommu walks the "
+           "composed table for the edu's DMA",
+           "virtio-iommu-pci,vhost=on,attach-table=on", True,
+           template="x86_64-virtio-iommu-pt",
+           l2_steps=("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
+           l1_machine="q35-intel-iommu", l1_devices=("edu",),
+           l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True),
     Nested("x86_64-nested-viommu",
            "the reference: the same L2 behind QEMU's own virtio-iommu, "
            "vhost-net through QEMU's device IOTLB",
@@ -228,6 +246,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_MEM_MB": str(n.l2_mem_mb),
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
+        "TB_L2_VFIO": "1" if n.l2_vfio else "0",
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_ECHO_PORT": str(ECHO_PORT),
         "TB_DISK_READ_MB": str(boot.DISK_READ_MB),
@@ -276,9 +295,10 @@ def run(name: str | Nested, tag: str = "") -> NestedResult:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
     initrd, _ = build_l1_image(n, work)
-    machine = qemu.MACHINES["q35"]
-    guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append="",
-                       console_log=log, memory_mb=n.l1_mem_mb)
+    machine = qemu.MACHINES[n.l1_machine]
+    guest = qemu.Guest(kernel=target.image_path, initrd=initrd,
+                       append=n.l1_append, console_log=log,
+                       memory_mb=n.l1_mem_mb, devices=n.l1_devices)
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
     seconds, timed_out = boot.run_qemu(cmd, work, n.timeout_s)

@@ -50,7 +50,7 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 	}
 	/* The table formats every endpoint may be attached with */
 	if (vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-		vhost_iommu_table_props(v, (u8 *)p);
+		vhost_iommu_table_props(v, ep, (u8 *)p);
 	return VIRTIO_IOMMU_S_OK;
 }
 

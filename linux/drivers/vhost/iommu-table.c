@@ -91,9 +91,11 @@ size_t vhost_iommu_table_props_size(const struct vhost_iommu_config *cfg,
 /**
  * vhost_iommu_table_props() - write the PAGE_TABLE_FMT properties
  * @v: the device, the feature negotiated
+ * @ep: the endpoint they describe
  * @props: where they go; vhost_iommu_table_props_size() bytes, zeroed
  */
-void vhost_iommu_table_props(struct vhost_iommu *v, u8 *props)
+void vhost_iommu_table_props(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+			     u8 *props)
 {
 	struct virtio_iommu_probe_table_format *p = (void *)props;
 	unsigned int i;
@@ -111,8 +113,12 @@ void vhost_iommu_table_props(struct vhost_iommu *v, u8 *props)
 		p->granules = cpu_to_le32(f->granules);
 		p->max_levels = f->max_levels;
 		p->asid_bits = f->asid_bits;
-		/* The device caches no non-present entry and shadows nothing */
-		p->flags = 0;
+		/*
+		 * The device caches no non-present entry and shadows nothing,
+		 * but a VFIO group's container copies the table: it must hear
+		 * of new entries too (rst: INVAL_MAP)
+		 */
+		p->flags = ep->vfio ? VIRTIO_IOMMU_PGTF_F_INVAL_MAP : 0;
 		p++;
 	}
 }

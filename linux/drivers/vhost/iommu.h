@@ -214,7 +214,8 @@ int vhost_iommu_dom_lookup(struct vhost_iommu_domain *dom, u64 iova,
 u32 vhost_iommu_table_formats(void);
 size_t vhost_iommu_table_props_size(const struct vhost_iommu_config *cfg,
 				    u64 features);
-void vhost_iommu_table_props(struct vhost_iommu *v, u8 *props);
+void vhost_iommu_table_props(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
+			     u8 *props);
 u8 vhost_iommu_attach_table(struct vhost_iommu *v,
 			    const struct virtio_iommu_req_attach_table *req);
 u8 vhost_iommu_invalidate(struct vhost_iommu *v,

@@ -96,6 +96,43 @@ static uint8_t *page(struct _test_data_viommu *self, unsigned int i)
 	return gpa_ptr(self->mem, DATA(i));
 }
 
+/*
+ * PROBE @ep: how many PAGE_TABLE_FMT properties it has, or -1 when one of
+ * them has flags other than @flags
+ */
+static int table_props(struct _test_data_viommu *self, uint32_t ep,
+		       uint16_t flags)
+{
+	struct virtio_iommu_req_probe r = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = ep,
+	};
+	uint8_t *p = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	uint8_t *end = p + PROBE_SIZE;
+	struct answer a;
+	int n = 0;
+
+	a = do_req(self->mem, &self->rq, &r, sizeof(r), PROBE_SIZE + 4,
+		   PROBE_SIZE);
+	if (a.status != OK)
+		return -1;
+	while (p + sizeof(struct virtio_iommu_probe_property) <= end) {
+		struct virtio_iommu_probe_property *h = (void *)p;
+		uint16_t type = h->type & VIRTIO_IOMMU_PROBE_T_MASK;
+
+		if (type == VIRTIO_IOMMU_PROBE_T_NONE)
+			break;
+		if (type == VIRTIO_IOMMU_PROBE_T_PAGE_TABLE_FMT) {
+			struct virtio_iommu_probe_table_format *f = (void *)p;
+
+			if (f->flags != flags)
+				return -1;
+			n++;
+		}
+		p += sizeof(*h) + h->length;
+	}
+	return n;
+}
+
 static int fault_events(void)
 {
 	const char *r = getenv("NEST_FAULT_RECORDS");
@@ -171,6 +208,12 @@ TEST_F(viommu, vfio_dma_through_guest_table)
 	table_up(_metadata, self, 0);
 	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
 	evt_post(&self->eq, self->mem, 0, 8, 32);
+	/*
+	 * The container copies the table: the guest must INVALIDATE what it
+	 * maps too (rst: INVAL_MAP), where other endpoints need not
+	 */
+	EXPECT_EQ(3, table_props(self, EDU_EP, VIRTIO_IOMMU_PGTF_F_INVAL_MAP));
+	EXPECT_EQ(3, table_props(self, 2, 0));
 
 	pt_init(&p, self->mem, PT_VTD, 3);
 	fill(page(self, 0), PG, 1);
