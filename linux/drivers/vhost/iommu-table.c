@@ -118,7 +118,8 @@ void vhost_iommu_table_props(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 		 * but a VFIO group's container copies the table: it must hear
 		 * of new entries too (rst: INVAL_MAP)
 		 */
-		p->flags = ep->vfio ? VIRTIO_IOMMU_PGTF_F_INVAL_MAP : 0;
+		p->flags = cpu_to_le16(ep->vfio ?
+				       VIRTIO_IOMMU_PGTF_F_INVAL_MAP : 0);
 		p++;
 	}
 }

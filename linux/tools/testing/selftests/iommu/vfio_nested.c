@@ -38,6 +38,11 @@
 #define IOVA_DST	0x01100000UL
 #define IOVA_HOLE	0x02000000UL	/* never in stage 1 */
 #define IOVA_LARGE	0x00600000UL	/* a 2 MiB stage-1 leaf, when given */
+/* A host huge page as 2 MiB more of stage 2, and 2 MiB leaves onto it */
+#define HUGE_SZ		0x200000UL
+#define GPA_HUGE	0x06000000UL
+#define IOVA_HUGE	0x0a000000UL	/* past Arm's MSI window at 0x08000000 */
+#define HUGE_LEAVES	140		/* 280 MiB: past 65536 4 KiB pages */
 
 /* VT-d second stage (VIRTIO_IOMMU_PGTF_VTD_SL), 3 levels: ias 39 */
 #define S1_R		1ULL
@@ -112,6 +117,22 @@ static int s1_set(struct _test_data_nest *self, uint64_t iova, uint64_t entry)
 static int s1_map(struct _test_data_nest *self, uint64_t iova, uint64_t gpa)
 {
 	return s1_set(self, iova, gpa | S1_R | S1_W);
+}
+
+/* Set the 2 MiB leaf (level 1, PS) of @iova to @gpa, making its table */
+static int s1_map_2m(struct _test_data_nest *self, uint64_t iova, uint64_t gpa)
+{
+	uint64_t *e = s1_slot(self, self->root, iova, 2);
+
+	if (!*e) {
+		uint64_t t = s1_new_table(self);
+
+		if (!t)
+			return -1;
+		*e = t | S1_R | S1_W;
+	}
+	*s1_slot(self, *e & S1_ADDR, iova, 1) = gpa | S1_R | S1_W | S1_PS;
+	return 0;
 }
 
 static struct vfio_iommu_nesting_attach attach_arg(struct _test_data_nest *self)
@@ -408,6 +429,52 @@ TEST_F(nest, dma_through_stage1_2m_leaf)
 	ASSERT_EQ(0, copy(self, IOVA_SRC,
 			  IOVA_LARGE + DATA_OFF + 7 * PG, EDU_FAULT_XFER));
 	EXPECT_EQ(0x5a, *(uint8_t *)gpa_ptr(self, data_gpa(7)));
+}
+
+/*
+ * 2 MiB composed pages (vfio-nesting.rst: "large pages where both stages
+ * allow"): 2 MiB stage-1 leaves onto 2 MiB of guest memory that stage 2
+ * backs with one host huge page compose as one page each.  So a stage 1
+ * of 140 such leaves (280 MiB, which would be 71680 pages of 4 KiB, past
+ * the bound of 65536) attaches, DMA through two of them lands where they
+ * say, and an UNMAP_DMA of the huge page takes every one of them out.
+ */
+TEST_F(nest, stage1_2m_leaves_compose_large)
+{
+	struct vfio_iommu_type1_info info = { .argsz = sizeof(info) };
+	uint64_t last = IOVA_HUGE + 16 * HUGE_SZ;	/* within 28 bits */
+	uint8_t *huge;
+	unsigned int i;
+
+	ASSERT_EQ(0, ioctl(self->container, VFIO_IOMMU_GET_INFO, &info));
+	if (!(info.flags & VFIO_IOMMU_INFO_PGSIZES) ||
+	    !(info.iova_pgsizes & HUGE_SZ))
+		SKIP(return, "the IOMMU has no 2 MiB page");
+	write_str("/proc/sys/vm/nr_hugepages", "2");
+	huge = mmap(NULL, HUGE_SZ, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
+		    -1, 0);
+	if (huge == MAP_FAILED)
+		SKIP(return, "no 2 MiB huge page (vm.nr_hugepages)");
+	ASSERT_EQ(0, map_dma(self->container, huge, GPA_HUGE, HUGE_SZ));
+	for (i = 0; i < HUGE_LEAVES; i++)
+		ASSERT_EQ(0, s1_map_2m(self, IOVA_HUGE + i * HUGE_SZ, GPA_HUGE));
+	ASSERT_EQ(0, attach(self))
+		TH_LOG("2 MiB leaves did not compose as 2 MiB pages");
+
+	fill(huge, PG, 31);
+	memset(huge + 8 * PG, 0, PG);
+	ASSERT_EQ(0, copy(self, IOVA_HUGE, last + 8 * PG, EDU_MAX_XFER));
+	EXPECT_EQ(0, memcmp(huge + 8 * PG, huge, EDU_MAX_XFER));
+
+	/* Stage 2 gives the huge page back: no leaf reaches it any more */
+	ASSERT_EQ(0, unmap_dma(self->container, GPA_HUGE, HUGE_SZ));
+	memset(huge + 16 * PG, 0x5a, PG);
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, last + 16 * PG,
+			     EDU_FAULT_XFER, true));
+	for (i = 0; i < EDU_FAULT_XFER; i++)
+		EXPECT_EQ(0x5a, huge[16 * PG + i]);
+	munmap(huge, HUGE_SZ);
 }
 
 /*
