@@ -84,6 +84,23 @@ static int add_vfio_ep(struct _test_data_viommu *self, uint32_t id, int fd)
 	return ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep) ? -errno : 0;
 }
 
+/*
+ * The edu in a nesting container, as the fixture device's endpoint EDU_EP
+ * (page-table sharing negotiated first when @table), event buffers posted:
+ * 0, or 1 when the test is skipped
+ */
+static int vfio_ep_up(struct __test_metadata *_metadata,
+		      struct _test_data_viommu *self, struct edu *e, bool table)
+{
+	if (edu_up(_metadata, self, e, VFIO_TYPE1_NESTING_IOMMU))
+		return 1;
+	if (table)
+		table_up(_metadata, self, 0);
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e->group));
+	evt_post(&self->eq, self->mem, 0, 8, 32);
+	return 0;
+}
+
 /* Copy XFER bytes by DMA from IOVA @src to @dst through the edu */
 static int copy(struct edu *e, uint64_t src, uint64_t dst)
 {
@@ -203,11 +220,8 @@ TEST_F(viommu, vfio_dma_through_guest_table)
 	struct edu e;
 	struct pt p;
 
-	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+	if (vfio_ep_up(_metadata, self, &e, true))
 		return;
-	table_up(_metadata, self, 0);
-	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
-	evt_post(&self->eq, self->mem, 0, 8, 32);
 	/*
 	 * The container copies the table: the guest must INVALIDATE what it
 	 * maps too (rst: INVAL_MAP), where other endpoints need not
@@ -278,10 +292,8 @@ TEST_F(viommu, vfio_detached_follows_bypass)
 	uint8_t want[XFER];
 	struct edu e;
 
-	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+	if (vfio_ep_up(_metadata, self, &e, false))
 		return;
-	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
-	evt_post(&self->eq, self->mem, 0, 8, 32);
 	fill(page(self, 0), PG, 7);
 	fill(page(self, 1), PG, 8);
 	memcpy(want, page(self, 1), XFER);
@@ -359,10 +371,8 @@ TEST_F(viommu, vfio_dma_through_map_domain)
 	uint8_t want[XFER];
 	struct edu e;
 
-	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+	if (vfio_ep_up(_metadata, self, &e, false))
 		return;
-	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
-	evt_post(&self->eq, self->mem, 0, 8, 32);
 	fill(page(self, 0), PG, 6);
 	memset(page(self, 1), 0, PG);
 	memset(page(self, 2), 0, PG);
