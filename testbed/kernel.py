@@ -54,7 +54,8 @@ TARGETS = {t.name: t for t in (
            "arch/x86/boot/bzImage"),
     # With the KUnit suite that needs a live SMMUv3 (the arm64-smmuv3
     # scenario runs it)
-    Target("arm64", "arm64", ("common.config", "arm64.config", "arm64-kunit.config"),
+    Target("arm64", "arm64", ("common.config", "arm64.config", "arm64-kunit.config",
+                              "vhost-iommu.config"),
            "arch/arm64/boot/Image", cross="aarch64-linux-gnu-"),
     # The SMMUv3 stress scenario's kernel (KASAN, lockdep, UBSAN, ...)
     Target("arm64-debug", "arm64", ("common.config", "arm64.config", "debug.config"),

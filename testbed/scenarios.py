@@ -363,7 +363,8 @@ _ALL = (
     # (issue 17, item 12: paths no user of the IOMMU API reaches)
     _sc("arm64-smmuv3", "arm64 virt,iommu=smmuv3: disk, VFIO edu DMA and faults, "
         "the SMMUv3 unmap-gather KUnit cases, VFIO nesting over the SMMU",
-        "virt-smmuv3", "arm64", ("iommu-info", "kunit", "blk", "vfio-edu", "vfio-nested"),
+        "virt-smmuv3", "arm64",
+        ("iommu-info", "kunit", "blk", "vfio-edu", "vfio-nested", "vhost-vfio"),
         devices=("blk", "edu"), fault="smmuv3", append=VFIO_UNSAFE_IRQS,
         env={**on_generic_pt("smmuv3"), "TB_IOMMU_GRANULE": "0x1000",
              "TB_KUNIT_MUST_RUN": " ".join(KUNIT_SMMUV3_MUST_RUN),
