@@ -69,9 +69,16 @@ MACHINES = {m.name: m for m in (
     # The same on x86: microvm's virtio-mmio transports behind a
     # virtio-iommu on its PCIe bus, each transport an endpoint named in the
     # ACPI VIOT table (qemu/patches; microvm's PCIe needs ACPI).
+    # Their transports offer MSI too (qemu/patches 0026): the messages are
+    # writes into the local APICs' window, through the IOMMU's MSI region.
     Machine("microvm-virtio-iommu-mmio", "qemu-system-x86_64",
-            "microvm,acpi=on,pcie=on,virtio-mmio-iommu=on", "max", "ttyS0",
-            "virtio-iommu-pci", patched=True, host_tsc=True),
+            "microvm,acpi=on,pcie=on,virtio-mmio-iommu=on,virtio-mmio-msi=on",
+            "max", "ttyS0", "virtio-iommu-pci", patched=True, host_tsc=True),
+    # MSI for microvm's virtio-mmio transports, no IOMMU: the guest takes
+    # the vectors from the local APICs' vector domain.
+    Machine("microvm-mmio-msi", "qemu-system-x86_64",
+            "microvm,acpi=on,virtio-mmio-msi=on", "max", "ttyS0",
+            patched=True, host_tsc=True),
     # Device configurations stock QEMU cannot offer (qemu/patches 0006), on
     # microvm's PCIe bus: a 64K granule on 4K guests, and two domain IDs
     # for more groups than that.

@@ -120,6 +120,8 @@ def test_qemu_command_puts_x86_virtio_on_mmio_behind_the_iommu(tmp_path):
     opts = cmd[cmd.index("-machine") + 1].split(",")
     assert opts[0] == "microvm"
     assert {"acpi=on", "pcie=on", "virtio-mmio-iommu=on"} <= set(opts)
+    # and the transports offer MSI (qemu/patches 0026)
+    assert "virtio-mmio-msi=on" in opts
     assert "virtio-mmio.force-legacy=false" in cmd
     append = cmd[cmd.index("-append") + 1]
     assert "console=ttyS0" in append

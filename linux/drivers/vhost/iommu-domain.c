@@ -179,15 +179,37 @@ static void vhost_iommu_leave(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
 		vhost_iommu_free_domain(v, dom);
 }
 
-void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
+/**
+ * vhost_iommu_settle() - a VFIO endpoint in no domain translates what the
+ *                        config's bypass says
+ * @ep: the endpoint
+ *
+ * For the changes that cannot fail (a reset, a new config): where the
+ * container lacks the memory to block the group, it is left with stage 2
+ * alone, the guest's memory, rather than with a table the guest may free
+ * now.
+ */
+void vhost_iommu_settle(struct vhost_iommu_ep *ep)
 {
+	if (!ep->vfio || ep->domain || !vhost_iommu_vfio_settle(ep))
+		return;
+	pr_warn_ratelimited("vhost-iommu: endpoint %u: no memory to block its DMA, stage 2 alone\n",
+			    ep->id);
+	vhost_iommu_vfio_detach(ep);
+}
+
+/**
+ * vhost_iommu_remove_ep() - an endpoint goes: DEL_ENDPOINT, or the device
+ * @v: the device, its lock held
+ * @ep: the endpoint, no longer in @v's endpoints
+ *
+ * It leaves its domain; a VFIO group goes straight back to the stage 2 its
+ * VMM gave it, with none of the settling of a detached endpoint.
+ */
+void vhost_iommu_remove_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep)
+{
+	vhost_iommu_vfio_detach(ep);
 	vhost_iommu_leave(v, ep);
-	/*
-	 * A VFIO group's stage 1 becomes what a detached endpoint translates,
-	 * before the request completes: the guest may then free its table.
-	 */
-	if (ep->vfio)
-		vhost_iommu_vfio_settle(ep);
 }
 
 /* Device reset: every domain goes, endpoints stay, detached. */
@@ -197,8 +219,10 @@ void vhost_iommu_reset(struct vhost_iommu *v)
 	unsigned long id;
 
 	lockdep_assert_held(&v->lock);
-	xa_for_each(&v->endpoints, id, ep)
-		vhost_iommu_detach_ep(v, ep);
+	xa_for_each(&v->endpoints, id, ep) {
+		vhost_iommu_leave(v, ep);
+		vhost_iommu_settle(ep);
+	}
 }
 
 /* Does [@start, @last] meet one of @ep's reserved regions? */
@@ -412,7 +436,14 @@ u8 vhost_iommu_detach(struct vhost_iommu *v,
 	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
 	if (!dom || ep->domain != dom)
 		return VIRTIO_IOMMU_S_INVAL;
-	vhost_iommu_detach_ep(v, ep);
+	/*
+	 * A VFIO group gets what a detached endpoint translates before the
+	 * request completes, as the guest may then free its table; lacking
+	 * the memory to block it, the endpoint stays in its domain.
+	 */
+	if (ep->vfio && vhost_iommu_vfio_settle(ep))
+		return VIRTIO_IOMMU_S_NOMEM;
+	vhost_iommu_leave(v, ep);
 	return VIRTIO_IOMMU_S_OK;
 }
 

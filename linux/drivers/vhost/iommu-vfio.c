@@ -5,7 +5,7 @@
  * Their DMA does not come through vhost: the host IOMMU translates it, with
  * the container's MAP_DMA mappings (the guest's memory, stage 2) and, once
  * the guest attached the endpoint to a domain, that domain as stage 1
- * (vfio_file_nest_*(), Documentation/iommu/vfio-nesting.rst): the guest's
+ * (vfio_file_nest(), Documentation/iommu/vfio-nesting.rst): the guest's
  * own table for a table domain, or the MAPs of a MAP domain, which the
  * container reads through vhost_iommu_dom_lookup().  So ATTACH,
  * ATTACH_TABLE, MAP, UNMAP and INVALIDATE of such a domain reach the
@@ -148,6 +148,7 @@ u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 		.fault = vhost_iommu_vfio_fault,
 		.data = g,
 	};
+	struct vfio_nest_req r = { .op = VFIO_NEST_ATTACH, .table = &t };
 	int ret;
 
 	if (req) {
@@ -161,7 +162,7 @@ u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 		t.granule = PAGE_SHIFT;
 	}
 	g->dom = dom;
-	ret = vfio_file_nest_attach(g->file, &t);
+	ret = vfio_file_nest(g->file, &r);
 	if (ret) {
 		g->dom = was;
 		return vhost_iommu_vfio_status(ret);
@@ -182,16 +183,20 @@ static int vhost_iommu_vfio_nothing(void *data, u64 iova,
 
 /**
  * vhost_iommu_vfio_settle() - what @ep translates in no domain
- * @ep: an endpoint in no domain, or about to be in none
+ * @ep: an endpoint of a VFIO group, in no domain or about to leave its
+ *      domain
  *
  * As for every endpoint (vhost_iommu_xlate()): with the config's bypass
  * on, everything, which is stage 2 alone; off, nothing: the group gets a
  * stage 1 that maps nothing, replacing the one it had in one step, and its
- * faults come back with reason DOMAIN.  Where the container cannot give
- * one (it does not nest, or lacks memory), the group keeps stage 2: the
- * guest's table must go either way, as the guest may free it now.
+ * faults come back with reason DOMAIN.  A container that does not nest has
+ * no stage 1 to give: the group keeps stage 2 (documented).  Either way the
+ * guest's table is gone from the group, as the guest may free it now.
+ *
+ * Return: 0, or -ENOMEM when the container lacks the memory to block the
+ * group, which then translates what it did before.
  */
-void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
+int vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
 {
 	struct vhost_iommu_vfio *g = ep->vfio;
 	struct vfio_nest_table t = {
@@ -201,20 +206,24 @@ void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
 		.fault = vhost_iommu_vfio_fault,
 		.data = g,
 	};
+	struct vfio_nest_req r = { .op = VFIO_NEST_ATTACH, .table = &t };
+	int ret;
 
-	if (!g || ep->domain)
-		return;
 	if (!g->v->cfg.bypass) {
 		if (g->blocked)
-			return;
-		if (!vfio_file_nest_attach(g->file, &t)) {
+			return 0;
+		ret = vfio_file_nest(g->file, &r);
+		if (!ret) {
 			g->nested = true;
 			g->dom = NULL;
 			WRITE_ONCE(g->blocked, true);
-			return;
+			return 0;
 		}
+		if (ret == -ENOMEM || ret == -E2BIG)
+			return -ENOMEM;
 	}
 	vhost_iommu_vfio_detach(ep);
+	return 0;
 }
 
 /**
@@ -227,11 +236,12 @@ void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
 void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
 {
 	struct vhost_iommu_vfio *g = ep->vfio;
+	struct vfio_nest_req r = { .op = VFIO_NEST_DETACH };
 
 	if (!g || !g->nested)
 		return;
 	/* -ENOENT: the group left the container; nothing is left */
-	vfio_file_nest_detach(g->file);
+	vfio_file_nest(g->file, &r);
 	g->nested = false;
 	g->dom = NULL;
 	WRITE_ONCE(g->blocked, false);
@@ -252,6 +262,9 @@ void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
 u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
 			       u64 end)
 {
+	struct vfio_nest_req r = {
+		.op = VFIO_NEST_INVALIDATE, .first = start, .last = end,
+	};
 	struct vhost_iommu_ep *ep;
 	u8 status = VIRTIO_IOMMU_S_OK;
 	int ret;
@@ -259,7 +272,7 @@ u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
 	list_for_each_entry(ep, &dom->endpoints, node) {
 		if (!ep->vfio || !ep->vfio->nested)
 			continue;
-		ret = vfio_file_nest_invalidate(ep->vfio->file, start, end);
+		ret = vfio_file_nest(ep->vfio->file, &r);
 		if (ret && status == VIRTIO_IOMMU_S_OK)
 			status = vhost_iommu_vfio_status(ret);
 	}

@@ -115,11 +115,20 @@ static int vhost_iommu_release(struct inode *inode, struct file *f)
 
 	vhost_iommu_debugfs_remove(v);
 	vhost_iommu_unbind_all(v);
+	/*
+	 * Each endpoint goes as at DEL_ENDPOINT, before the reset, which
+	 * would block each detached VFIO group only for it to go.
+	 */
+	mutex_lock(&v->lock);
+	xa_for_each(&v->endpoints, id, ep) {
+		xa_erase(&v->endpoints, id);
+		vhost_iommu_remove_ep(v, ep);
+		vhost_iommu_free_ep(ep);
+	}
+	mutex_unlock(&v->lock);
 	vhost_iommu_stop(v);
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
-	xa_for_each(&v->endpoints, id, ep)
-		vhost_iommu_free_ep(ep);
 	xa_destroy(&v->endpoints);
 	xa_destroy(&v->domains);
 	kvfree(v);
@@ -187,8 +196,7 @@ static void vhost_iommu_settle_all(struct vhost_iommu *v)
 	unsigned long id;
 
 	xa_for_each(&v->endpoints, id, ep)
-		if (ep->vfio)
-			vhost_iommu_vfio_settle(ep);
+		vhost_iommu_settle(ep);
 }
 
 static long vhost_iommu_set_config(struct vhost_iommu *v,
@@ -312,8 +320,11 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 	else
 		ret = xa_insert(&v->endpoints, e.id, ep, GFP_KERNEL_ACCOUNT);
 	/* Detached, it translates what the config says for that */
-	if (!ret && ep->vfio)
-		vhost_iommu_vfio_settle(ep);
+	if (!ret && ep->vfio) {
+		ret = vhost_iommu_vfio_settle(ep);
+		if (ret)
+			xa_erase(&v->endpoints, e.id);
+	}
 	mutex_unlock(&v->lock);
 	if (ret == -EBUSY)
 		ret = -EEXIST;
@@ -345,7 +356,7 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	ep = xa_erase(&v->endpoints, id);
 	if (ep) {
 		b = ep->binding;
-		vhost_iommu_detach_ep(v, ep);
+		vhost_iommu_remove_ep(v, ep);
 	}
 	mutex_unlock(&v->lock);
 	if (b)

@@ -194,7 +194,8 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 		   const struct virtio_iommu_req_map *req);
 u8 vhost_iommu_unmap(struct vhost_iommu *v,
 		     const struct virtio_iommu_req_unmap *req);
-void vhost_iommu_detach_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+void vhost_iommu_remove_ep(struct vhost_iommu *v, struct vhost_iommu_ep *ep);
+void vhost_iommu_settle(struct vhost_iommu_ep *ep);
 void vhost_iommu_free_domain(struct vhost_iommu *v,
 			     struct vhost_iommu_domain *dom);
 u8 vhost_iommu_attach_ep(struct vhost_iommu *v, __le32 endpoint, u32 domain,
@@ -236,7 +237,7 @@ u8 vhost_iommu_vfio_attach(struct vhost_iommu_ep *ep,
 			   struct vhost_iommu_domain *dom,
 			   const struct virtio_iommu_req_attach_table *req);
 void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep);
-void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep);
+int vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep);
 u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom, u64 start,
 			       u64 end);
 #else
@@ -262,8 +263,9 @@ static inline void vhost_iommu_vfio_detach(struct vhost_iommu_ep *ep)
 {
 }
 
-static inline void vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
+static inline int vhost_iommu_vfio_settle(struct vhost_iommu_ep *ep)
 {
+	return 0;
 }
 
 static inline u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom,

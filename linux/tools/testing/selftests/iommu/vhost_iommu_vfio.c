@@ -14,8 +14,11 @@
  * edu reads and writes through the guest's IOVAs shows whether the
  * request reached the container; faults must come back on the event
  * queue where NEST_FAULT_RECORDS=1 says the IOMMU driver reports them.
+ * On a kernel with fault injection, each allocation of the forwarding
+ * paths fails once in turn (vfio_fail_nth).
  */
 #include "vfio_edu.h"
+#include "vhost_iommu_fail_nth.h"
 #include "vhost_iommu_pt.h"
 
 #define EDU_EP		0x100	/* the edu's endpoint ID */
@@ -467,6 +470,209 @@ TEST_F(viommu, vfio_container_not_nesting)
 			     VIRTIO_IOMMU_ATTACH_F_BYPASS));
 	ASSERT_EQ(0, copy(&e, DATA(0), DATA(1)));
 	EXPECT_EQ(0, memcmp(page(self, 0), page(self, 1), XFER));
+	edu_down(&e);
+}
+
+/*
+ * Fault injection over the forwarding (vhost_iommu_fail_nth.h): each
+ * allocation that ADD_ENDPOINT (in this thread) and ATTACH_TABLE,
+ * INVALIDATE, DETACH, ATTACH to a MAP domain and MAP (in the vhost worker)
+ * reach, vhost-iommu's and the container's, fails once in turn.  Each
+ * answers ENOMEM or NOMEM, only when an allocation failed, or succeeds;
+ * either way the edu's DMA goes where the answer says, and the step then
+ * succeeds when sent again.
+ */
+/* Far from the others: new tables in stage 1 and in the shadow */
+#define IOVA_DST2	0x05000000ULL
+
+/*
+ * Copy by DMA from @src to @dst through the edu, a new pattern in page 0
+ * and pages 1-4 cleared first: the page the pattern landed in, or -1 for
+ * none (the DMA faulted)
+ */
+static int landed(struct _test_data_viommu *self, struct edu *e,
+		  uint64_t src, uint64_t dst)
+{
+	static uint32_t seed = 100;
+	int i;
+
+	fill(page(self, 0), PG, seed++);
+	for (i = 1; i <= 4; i++)
+		memset(page(self, i), 0, XFER);
+	if (copy(e, src, dst))
+		return -2;
+	for (i = 1; i <= 4; i++)
+		if (!memcmp(page(self, 0), page(self, i), XFER))
+			return i;
+	return -1;
+}
+
+enum { VF_TABLE, VF_INVAL, VF_DETACH, VF_MAP_ATTACH, VF_MAP, VF_NR };
+
+static const char *const vf_names[VF_NR] = {
+	"ATTACH_TABLE", "INVALIDATE a range", "DETACH from the table",
+	"ATTACH to a MAP domain", "MAP",
+};
+
+/* Where each step's DMA lands once it succeeded, and once it failed */
+static const int vf_lands[VF_NR][2] = {
+	[VF_TABLE] = { 1, -1 },		/* attached, or still blocked */
+	[VF_INVAL] = { 2, -1 },		/* the new page, or none */
+	[VF_DETACH] = { -1, 2 },	/* blocked, or still attached */
+	[VF_MAP_ATTACH] = { 3, -1 },
+	[VF_MAP] = { 4, -1 },		/* mapped, or undone */
+};
+
+/* What a step changes before its request goes */
+static void vf_prepare(struct __test_metadata *_metadata,
+		       struct _test_data_viommu *self, struct pt *p, int step)
+{
+	switch (step) {
+	case VF_INVAL:
+		/* The range's recomposing allocates for the far page */
+		pt_clear(p, IOVA_DST, 0);
+		ASSERT_EQ(0, pt_map(p, IOVA_DST, DATA(2), 0, PT_R | PT_W));
+		ASSERT_EQ(0, pt_map(p, IOVA_DST2, DATA(3), 0, PT_R | PT_W));
+		break;
+	case VF_MAP_ATTACH:
+		/* A MAP domain, its MAPs made for another endpoint */
+		ASSERT_EQ(OK, attach(self, EDU_DOM2, 2, 0));
+		ASSERT_EQ(OK, map(self, EDU_DOM2, IOVA_SRC, IOVA_SRC + PG - 1,
+				  DATA(0), VIRTIO_IOMMU_MAP_F_READ));
+		ASSERT_EQ(OK, map(self, EDU_DOM2, IOVA_DST, IOVA_DST + PG - 1,
+				  DATA(3), RW));
+		break;
+	}
+}
+
+static int vf_send(struct _test_data_viommu *self, struct pt *p, int step)
+{
+	switch (step) {
+	case VF_TABLE:
+		return pt_attach(self, p, EDU_DOM, EDU_EP);
+	case VF_INVAL:
+		return invalidate(self, EDU_DOM, INV_RANGE, INV_LEAF, IOVA_DST,
+				  IOVA_DST2 + PG - 1);
+	case VF_DETACH:
+		return detach(self, EDU_DOM, EDU_EP);
+	case VF_MAP_ATTACH:
+		return attach(self, EDU_DOM2, EDU_EP, 0);
+	default:
+		return map(self, EDU_DOM2, IOVA_DST2, IOVA_DST2 + PG - 1,
+			   DATA(4), RW);
+	}
+}
+
+static uint64_t vf_dst(int step)
+{
+	return step == VF_MAP ? IOVA_DST2 : IOVA_DST;
+}
+
+TEST_F_TIMEOUT(viommu, vfio_fail_nth, 600)
+{
+	uint32_t zero = 0, one = 1, ep = EDU_EP;
+	unsigned int s, k, n, failed, total = 0;
+	int nth, ret, status, hit, want;
+	pid_t worker;
+	struct edu e;
+	struct pt p;
+
+	ret = fail_nth_setup(_metadata);
+	ASSERT_NE(-2, ret);	/* required, and missing */
+	if (ret)
+		SKIP(return, "no fault injection in this kernel");
+	if (edu_up(_metadata, self, &e, VFIO_TYPE1_NESTING_IOMMU))
+		return;
+	table_up(_metadata, self, 0);
+	/* No page fault of this process may meet an armed failure */
+	ASSERT_EQ(0, mlockall(MCL_CURRENT | MCL_FUTURE));
+
+	/* ADD_ENDPOINT: ENOMEM leaves the group as it was, stage 2 alone */
+	nth = open_fail_nth(syscall(SYS_gettid));
+	ASSERT_LE(0, nth);
+	failed = 0;
+	for (n = 1; n < FAIL_NTH_MAX; n++) {
+		fail_nth_set(_metadata, nth, n);
+		ret = add_vfio_ep(self, EDU_EP, e.group);
+		hit = fail_nth_hit(_metadata, nth);
+		if (ret) {
+			ASSERT_EQ(-ENOMEM, ret);
+			ASSERT_TRUE(hit);
+			EXPECT_EQ(1, landed(self, &e, DATA(0), DATA(1)));
+			failed++;
+			continue;
+		}
+		/* Added, detached, bypass off: blocked */
+		EXPECT_EQ(-1, landed(self, &e, DATA(0), DATA(1)));
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &ep));
+		EXPECT_EQ(1, landed(self, &e, DATA(0), DATA(1)));
+		if (!hit)
+			break;
+	}
+	close(nth);
+	TH_LOG("fail-nth %-24s %3u fault sites, %3u answered ENOMEM",
+	       "ADD_ENDPOINT (VFIO)", n - 1, failed);
+	ASSERT_GT(FAIL_NTH_MAX, n);
+	EXPECT_LT(0, failed);
+
+	/* The requests, each from a reset device and the steps before it */
+	ASSERT_EQ(0, add_vfio_ep(self, EDU_EP, e.group));
+	pt_init(&p, self->mem, PT_VTD, 3);
+	worker = vhost_worker_tid();
+	ASSERT_LT(0, worker);
+	nth = open_fail_nth(worker);
+	ASSERT_LE(0, nth);
+	for (s = 0; s < VF_NR; s++) {
+		failed = 0;
+		for (n = 1; n < FAIL_NTH_MAX; n++) {
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
+					   &one));
+			pt_clear(&p, IOVA_SRC, 0);
+			pt_clear(&p, IOVA_DST, 0);
+			pt_clear(&p, IOVA_DST2, 0);
+			ASSERT_EQ(0, pt_map(&p, IOVA_SRC, DATA(0), 0, PT_R));
+			ASSERT_EQ(0, pt_map(&p, IOVA_DST, DATA(1), 0,
+					    PT_R | PT_W));
+			for (k = 0; k <= s; k++) {
+				vf_prepare(_metadata, self, &p, k);
+				if (k < s)
+					ASSERT_EQ(OK, vf_send(self, &p, k));
+			}
+			fail_nth_set(_metadata, nth, n);
+			status = vf_send(self, &p, s);
+			hit = fail_nth_hit(_metadata, nth);
+			if (status == VIRTIO_IOMMU_S_NOMEM) {
+				/* Only a failed allocation gives NOMEM */
+				ASSERT_TRUE(hit);
+				failed++;
+			} else {
+				ASSERT_EQ(OK, status)
+					TH_LOG("%s, fail-nth %u", vf_names[s],
+					       n);
+			}
+			want = vf_lands[s][status != OK];
+			ASSERT_EQ(want, landed(self, &e, IOVA_SRC, vf_dst(s)))
+				TH_LOG("%s, fail-nth %u, status %d",
+				       vf_names[s], n, status);
+			/* And the queue still serves it */
+			if (status != OK) {
+				ASSERT_EQ(OK, vf_send(self, &p, s));
+				EXPECT_EQ(vf_lands[s][0],
+					  landed(self, &e, IOVA_SRC, vf_dst(s)));
+			}
+			if (!hit)
+				break;
+		}
+		TH_LOG("fail-nth %-24s %3u fault sites, %3u answered NOMEM",
+		       vf_names[s], n - 1, failed);
+		ASSERT_GT(FAIL_NTH_MAX, n);
+		total += failed;
+	}
+	close(nth);
+	EXPECT_LT(0, total);
+	munlockall();
 	edu_down(&e);
 }
 
