@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
                    help="boot the kernel as it is built")
+    p.add_argument("--arch", choices=("all", "arm64", "x86_64"), default="all",
+                   help="the machines whose rows to boot (default: both)")
     p = sub.add_parser("bench-throughput",
                        help="disk and NIC rates: virtio-iommu in page-table and "
                             "MAP/UNMAP mode, strict and lazy, against no IOMMU")
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                           args.iommus or None, args.rounds)
         elif args.cmd == "bench-mmio":
             from . import bench
-            bench.mmio(args.seconds, not args.no_build, args.rounds)
+            bench.mmio(args.seconds, not args.no_build, args.rounds, args.arch)
         elif args.cmd == "bench-nested":
             from . import bench_vfio_nesting
             bench_vfio_nesting.run(args.seconds, args.rounds, not args.no_build)

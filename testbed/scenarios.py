@@ -581,7 +581,9 @@ BENCH_SCENARIOS.update(DRIVER_BENCH_SCENARIOS)
 
 # `make bench-mmio`: round trips over virtio-net and 4 KiB random reads of
 # virtio-blk, one at a time (guest/progs/io_bench.c), on one arm64 machine
-# and kernel: the devices on virtio-pci (MSI-X through the ITS), on
+# and kernel, and on one x86_64 machine (microvm, rows prefixed "x86-") and
+# kernel: the devices on virtio-pci (MSI-X through the ITS or to the local
+# APICs), on
 # virtio-mmio with the wired interrupt (virtio_mmio.msi_vectors=1: the
 # transports still offer MSI, the driver leaves it off) and on virtio-mmio
 # with MSI. QEMU's trace counts the register accesses of the virtio-mmio
@@ -590,8 +592,10 @@ BENCH_SCENARIOS.update(DRIVER_BENCH_SCENARIOS)
 MMIO_BENCH_TRACE = ("virtio_mmio_read", "virtio_mmio_write_offset", "virtio_mmio_msi")
 MMIO_BENCH_ROWS = {"pci": ("pci", ""), "mmio-wired": ("mmio", "virtio_mmio.msi_vectors=1"),
                    "mmio-msi": ("mmio", "")}
+MMIO_BENCH_MACHINES = {"": ("virt-mmio-msi", "arm64"), "x86-": ("microvm-mmio-msi", "x86_64")}
 MMIO_BENCH_SCENARIOS = {
-    row: _sc(f"bench-mmio-{row}", f"round trips and random reads, {row}",
-             "virt-mmio-msi", "arm64", ("mmio-bench",), devices=("blk", "net"),
-             transport=transport, append=append, extra_trace=MMIO_BENCH_TRACE)
+    prefix + row: _sc(f"bench-mmio-{prefix}{row}", f"round trips and random reads, {kernel} {row}",
+                      machine, kernel, ("mmio-bench",), devices=("blk", "net"),
+                      transport=transport, append=append, extra_trace=MMIO_BENCH_TRACE)
+    for prefix, (machine, kernel) in MMIO_BENCH_MACHINES.items()
     for row, (transport, append) in MMIO_BENCH_ROWS.items()}
