@@ -6,7 +6,8 @@
 # with the VT-d and AMD IOMMU models: the virtio-iommu walks VT-d
 # second-level and AMD v1 tables with their code (page-table sharing), on
 # the board x86 guests use it on. vfio-pci, for the nested test bed's L2
-# guest with a device assigned behind the vhost-backed virtio-iommu.
+# guest with a device assigned behind the vhost-backed virtio-iommu, and
+# pcie-root-port, for its hotplug step.
 CONFIG_MICROVM=y
 CONFIG_Q35=y
 CONFIG_VTD=y
@@ -17,3 +18,4 @@ CONFIG_VIRTIO_NET=y
 CONFIG_VIRTIO_IOMMU=y
 CONFIG_EDU=y
 CONFIG_VFIO_PCI=y
+CONFIG_PCIE_PORT=y

@@ -623,21 +623,22 @@ def mmio_row(row: str, result: boot.Result) -> dict:
 
 def mmio_table(rows: list[dict]) -> str:
     by = {r["row"]: r for r in rows}
-    out = [f"{'row':15} {'rr/s':>7} {'reads/s':>8} {'irq/rr':>7} {'irq/read':>8} "
+    out = [f"{'row':19} {'rr/s':>7} {'reads/s':>8} {'irq/rr':>7} {'irq/read':>8} "
            f"{'status':>7} {'acks':>7} {'notify':>7} {'traps/req':>9}"]
     for r in rows:
-        out.append(f"{r['row']:15} {r['rr_per_s']:>7} {r['randread_per_s']:>8} "
+        out.append(f"{r['row']:19} {r['rr_per_s']:>7} {r['randread_per_s']:>8} "
                    f"{r['irqs_per_rr']:>7} {r['irqs_per_read']:>8} {r['status_reads']:>7} "
                    f"{r['acks']:>7} {r['notifies']:>7} {r['traps_per_request']:>9}")
     # the ratios within each machine (arm64 rows, then x86's "x86-" rows)
+    pairs = (("mmio-msi", "pci"), ("mmio-msi", "mmio-wired"),
+             ("mmio-msi-shared", "pci"), ("mmio-msi-shared", "mmio-wired"))
     for prefix in ("", "x86-"):
-        msi = by.get(prefix + "mmio-msi")
-        for other in ("pci", "mmio-wired"):
-            if msi and prefix + other in by:
-                o = by[prefix + other]
-                out.append(f"{prefix}mmio-msi / {prefix}{other}: round trips "
-                           f"{msi['rr_per_s'] / o['rr_per_s']:.2f}x, random reads "
-                           f"{msi['randread_per_s'] / o['randread_per_s']:.2f}x")
+        for row, other in pairs:
+            a, b = by.get(prefix + row), by.get(prefix + other)
+            if a and b:
+                out.append(f"{prefix}{row} / {prefix}{other}: round trips "
+                           f"{a['rr_per_s'] / b['rr_per_s']:.2f}x, random reads "
+                           f"{a['randread_per_s'] / b['randread_per_s']:.2f}x")
     return "\n".join(out)
 
 

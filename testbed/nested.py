@@ -76,11 +76,17 @@ class Nested:
 POSTED = (("TB_VIOMMU_POSTED", "1"),)
 
 NESTED = {n.name: n for n in (
+    # pci-hotplug: an edu plugged into a root port, unplugged and plugged
+    # again while L2 runs; the kernel device's endpoints follow (QEMU
+    # patch 0027)
     Nested("x86_64-nested-vhost-iommu",
            "L1 runs our kernel and QEMU; L2 behind virtio-iommu-pci,vhost=on "
            "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
-           "and edu translated by the kernel device",
-           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED),
+           "and edu translated by the kernel device, an edu hotplugged, "
+           "unplugged and plugged again",
+           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED,
+           l2_steps=("iommu-info", "blk", "net", "vfio-edu", "pci-hotplug",
+                     "viommu-stats", "viommu-remove")),
     Nested("x86_64-nested-vhost-iommu-reset",
            "the vhost=on scenario with L2 reset after its net step (a guest "
            "reboot): the endpoints go and come back, vhost-net binds again, "
@@ -247,6 +253,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
+        "TB_L2_HOTPLUG": "1" if "pci-hotplug" in n.l2_steps else "0",
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_ECHO_PORT": str(ECHO_PORT),
         "TB_DISK_READ_MB": str(boot.DISK_READ_MB),

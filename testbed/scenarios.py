@@ -591,7 +591,10 @@ BENCH_SCENARIOS.update(DRIVER_BENCH_SCENARIOS)
 # and QueueNotify writes (0x050).
 MMIO_BENCH_TRACE = ("virtio_mmio_read", "virtio_mmio_write_offset", "virtio_mmio_msi")
 MMIO_BENCH_ROWS = {"pci": ("pci", ""), "mmio-wired": ("mmio", "virtio_mmio.msi_vectors=1"),
-                   "mmio-msi": ("mmio", "")}
+                   "mmio-msi": ("mmio", ""),
+                   # one vector for all of a device's queues, as the wired line
+                   # is: what the per-queue vectors cost in interrupts
+                   "mmio-msi-shared": ("mmio", "virtio_mmio.msi_vectors=2")}
 MMIO_BENCH_MACHINES = {"": ("virt-mmio-msi", "arm64"), "x86-": ("microvm-mmio-msi", "x86_64")}
 MMIO_BENCH_SCENARIOS = {
     prefix + row: _sc(f"bench-mmio-{prefix}{row}", f"round trips and random reads, {kernel} {row}",

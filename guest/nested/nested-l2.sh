@@ -35,6 +35,10 @@ iommu=
 # IOMMU, assigned to L2 with vfio-pci: vhost-iommu then hands L2's domain
 # to our VFIO container, and L0's IOMMU walks the composed table
 edu="-device edu"
+# TB_L2_HOTPLUG=1: a root port for L2's pci-hotplug step to plug an edu in
+hotplug=
+[ "$TB_L2_HOTPLUG" = 1 ] &&
+	hotplug="-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1"
 if [ "$TB_L2_VFIO" = 1 ]; then
 	modprobe vfio-pci 2>/dev/null
 	bdf=
@@ -55,6 +59,7 @@ fi
 # The kernel device's own counters and endpoints (debugfs) go with its file
 # when QEMU exits, and the endpoints with the reset when L2 powers off:
 # keep the last look at them while the device ran, every 2 s
+: > /tmp/hotplug.log
 snap=
 if [ "$TB_L2_VHOST" = 1 ]; then
 	while :; do
@@ -81,7 +86,7 @@ timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
 	-device virtio-blk-pci,drive=disk0,disable-legacy=on,iommu_platform=on \
 	-netdev tap,id=net0,ifname=tap0,script=no,downscript=no,vhost=on \
 	-device virtio-net-pci,netdev=net0,romfile=,disable-legacy=on,iommu_platform=on \
-	$edu \
+	$edu $hotplug \
 	-trace enable=virtio_iommu_attach -trace enable=virtio_iommu_map \
 	-trace "enable=virtio_iommu_vhost_*" -D /tmp/l2.trace \
 	-monitor tcp:127.0.0.1:4444,server=on,wait=off \
@@ -98,6 +103,21 @@ timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
 				echo "L2-TIME reset $(($(date +%s) - t0))"
 				echo system_reset | nc 127.0.0.1 4444 > /dev/null &
 			fi
+			;;
+		# L2's pci-hotplug step asks for an edu on rp1 and for its
+		# unplug; the kernel device's endpoints are noted each time
+		# before the change: after the add L2 saw, after the unplug
+		# L2 saw, after the second add L2 saw
+		TB-HOTPLUG*)
+			eps=$(cat /sys/kernel/debug/vhost-iommu/[0-9]*/stats \
+				2>/dev/null | grep -c '^endpoint ')
+			echo "${line#TB-HOTPLUG } $eps" >> /tmp/hotplug.log
+			case "$line" in
+			*add*) hmp="device_add edu,bus=rp1,id=hp0" ;;
+			*del*) hmp="device_del hp0" ;;
+			*) hmp= ;;
+			esac
+			[ -n "$hmp" ] && echo "$hmp" | nc 127.0.0.1 4444 > /dev/null &
 			;;
 		# QEMU's stderr, in order with L2's console
 		qemu-system-x86_64:*)
@@ -169,6 +189,28 @@ if [ "$TB_L2_VHOST" = 1 ]; then
 	   grep -q ' mode=map ' /tmp/vstats; then
 		check "lookups served MAPs L2 left unnotified ($(vstat fetches "$totals") fetches, $(vstat fetched "$totals") requests)" \
 			[ "$(vstat fetched "$totals")" -gt 0 ]
+	fi
+	if [ "$TB_L2_HOTPLUG" = 1 ]; then
+		# The endpoints L1's kernel device had as L2 asked for each
+		# change: add (before), del (the edu in), add (the edu gone),
+		# done (the edu in again: a device plugged into a slot used
+		# before is registered too)
+		while read -r what n; do
+			diag "hotplug: before $what: $n endpoints"
+		done < /tmp/hotplug.log
+		# shellcheck disable=SC2046
+		set -- $(awk '{ print $2 } END { for (; NR < 4; NR++) print -9 }' \
+			/tmp/hotplug.log)
+		check "the hotplugged edu became an endpoint of the kernel device" \
+			[ "$2" -eq $(($1 + 1)) ]
+		check "its unplug deleted the endpoint (nothing left behind)" \
+			[ "$3" -eq "$1" ]
+		# QEMU added that slot's endpoint twice (not the one left
+		# behind counted again)
+		twice=$(grep -o 'virtio_iommu_vhost_endpoint endpoint 0x[0-9a-f]* added=1' \
+			/tmp/l2.trace | sort | uniq -d | wc -l)
+		check "an edu plugged into the same slot is an endpoint again (added twice: $twice)" \
+			[ "$4" -eq $(($1 + 1)) -a "$twice" -eq 1 ]
 	fi
 	if [ -n "$TB_L2_RESET_AFTER" ]; then
 		check "L2 was reset and booted again" \
