@@ -187,13 +187,12 @@ MMIO_X86 = dataclasses.replace(
 # MSI on x86 without an IOMMU, on the KASAN/lockdep/UBSAN/kmemleak kernel:
 # microvm's transports take their vectors from the local APICs' vector
 # domain (no firmware names an MSI controller there), then a kmemleak scan.
-MMIO_MSI_X86 = _sc("x86_64-mmio-msi-debug",
-                   "x86_64 microvm, disk and NIC on virtio-mmio with MSI to the local "
-                   "APICs (patched QEMU), on the KASAN/lockdep/UBSAN/kmemleak kernel",
-                   "microvm-mmio-msi", "x86_64-debug",
-                   ("kmemleak-clear", "blk", "net", "mmio-msi", "kmemleak"),
-                   devices=("blk", "net"), transport="mmio", timeout_s=300,
-                   extra_trace=MMIO_MSI_TRACE, env=MMIO_MSI_ENV)
+MMIO_MSI_X86 = dataclasses.replace(
+    MMIO_MSI, name="x86_64-mmio-msi-debug",
+    summary="x86_64 microvm, disk and NIC on virtio-mmio with MSI to the local "
+            "APICs (patched QEMU), on the KASAN/lockdep/UBSAN/kmemleak kernel",
+    machine="microvm-mmio-msi", kernel="x86_64-debug",
+    steps=("kmemleak-clear", *MMIO_MSI.steps, "kmemleak"), timeout_s=300)
 
 
 # The MSI scenario on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the
