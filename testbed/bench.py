@@ -622,6 +622,7 @@ def mmio_row(row: str, result: boot.Result) -> dict:
 
 
 def mmio_table(rows: list[dict]) -> str:
+    from .scenarios import MMIO_BENCH_MACHINES
     by = {r["row"]: r for r in rows}
     out = [f"{'row':19} {'rr/s':>7} {'reads/s':>8} {'irq/rr':>7} {'irq/read':>8} "
            f"{'status':>7} {'acks':>7} {'notify':>7} {'traps/req':>9}"]
@@ -629,10 +630,10 @@ def mmio_table(rows: list[dict]) -> str:
         out.append(f"{r['row']:19} {r['rr_per_s']:>7} {r['randread_per_s']:>8} "
                    f"{r['irqs_per_rr']:>7} {r['irqs_per_read']:>8} {r['status_reads']:>7} "
                    f"{r['acks']:>7} {r['notifies']:>7} {r['traps_per_request']:>9}")
-    # the ratios within each machine (arm64 rows, then x86's "x86-" rows)
+    # the ratios within each machine (its rows' prefix)
     pairs = (("mmio-msi", "pci"), ("mmio-msi", "mmio-wired"),
              ("mmio-msi-shared", "pci"), ("mmio-msi-shared", "mmio-wired"))
-    for prefix in ("", "x86-"):
+    for prefix in MMIO_BENCH_MACHINES:
         for row, other in pairs:
             a, b = by.get(prefix + row), by.get(prefix + other)
             if a and b:
