@@ -22,7 +22,7 @@ import hashlib
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import boot, initramfs, paths, qemu, qemu_build
@@ -69,11 +69,42 @@ class Nested:
     l1_devices: tuple[str, ...] = ()
     l1_append: str = ""
     l2_vfio: bool = False           # L2's edu is L1's, through vfio-pci
+    # What L1's kernel logs when L0's IOMMU faults L2's edu (a key of
+    # FAULT_PATTERNS): where L2's VFIO cannot hear of the fault, L1 checks it
+    l1_fault: str = ""
 
 
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
 # (guest/steps/viommu-stats.sh checks it)
 POSTED = (("TB_VIOMMU_POSTED", "1"),)
+
+# The chain of x86_64-nested-vhost-vfio with QEMU's own device in
+# page-table mode: QEMU scans L2's table at each INVALIDATE and maps its
+# leaves into L1's VFIO container (QEMU patch 0031). Faults stay in L1:
+# QEMU 7.2's vfio-pci forwards none, so L2's edu test checks its memory
+# and L1 the log.
+VIOMMU_VFIO = Nested(
+    "x86_64-nested-viommu-vfio",
+    "L1 behind intel-iommu assigns its edu to L2 with VFIO, behind QEMU's "
+    "own virtio-iommu-pci in page-table mode (attach-table=on,"
+    "attach-table-inval-map=on): QEMU copies the leaves of L2's tables into "
+    "L1's VFIO container at each INVALIDATE, L0's intel-iommu walks L1's "
+    "table for the edu's DMA",
+    "virtio-iommu-pci,attach-table=on,attach-table-inval-map=on", False,
+    template="x86_64-virtio-iommu-pt-invalmap",
+    l2_steps=("iommu-info", "vfio-edu", "viommu-stats"),
+    l2_env=(("TB_FAULT_PATTERN", ""), ("TB_STRESS_EDU_OPS", "40")),
+    l1_machine="q35-intel-iommu", l1_devices=("edu",),
+    l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True, l1_fault="intel-iommu")
+# The same with AMD v1 tables: the scans step over their holes by the
+# ranges the amd-iommu model's walk gives (QEMU patch 0030)
+VIOMMU_VFIO_AMD = replace(
+    VIOMMU_VFIO, name="x86_64-nested-viommu-vfio-amd",
+    doc="x86_64-nested-viommu-vfio with L2 building AMD v1 tables (the "
+        "device offers no other format)",
+    iommu=VIOMMU_VFIO.iommu + ",attach-table-formats=0x10",
+    l2_env=VIOMMU_VFIO.l2_env + (("TB_VIOMMU_FORMAT", "AMD_V1"),),
+    full_only=True)
 
 NESTED = {n.name: n for n in (
     # pci-hotplug: an edu plugged into a root port, unplugged and plugged
@@ -111,6 +142,8 @@ NESTED = {n.name: n for n in (
            l2_steps=("iommu-info", "blk", "net", "vfio-edu", "viommu-stats"),
            l1_machine="q35-intel-iommu", l1_devices=("edu",),
            l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True),
+    VIOMMU_VFIO,
+    VIOMMU_VFIO_AMD,
     Nested("x86_64-nested-viommu",
            "the reference: the same L2 behind QEMU's own virtio-iommu, "
            "vhost-net through QEMU's device IOTLB",
@@ -249,6 +282,8 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_APPEND": f"{tmpl.append} {n.l2_append}".strip(),
         # the L1 step checks the disk only where L2 wrote it
         "TB_L2_CHECK_DISK": "1" if "blk" in n.l2_steps else "0",
+        "TB_L2_CHECK_NET": "1" if "net" in n.l2_steps else "0",
+        "TB_L1_FAULT_PATTERN": FAULT_PATTERNS[n.l1_fault] if n.l1_fault else "",
         "TB_L2_MEM_MB": str(n.l2_mem_mb),
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,

@@ -93,8 +93,14 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	fi
 	case " $TB_STEPS " in
 	*" vfio-edu "*)
-		check "$dev: the edu faults reached the IOMMU core" \
-			[ "$(get faults_reported)" -gt 0 ] ;;
+		# An edu assigned by a VMM that forwards no fault (QEMU's
+		# vfio-pci) faults below this guest: nothing to count here
+		if [ -n "$TB_FAULT_PATTERN" ]; then
+			check "$dev: the edu faults reached the IOMMU core" \
+				[ "$(get faults_reported)" -gt 0 ]
+		else
+			diag "$dev: the edu's faults are not this guest's to see"
+		fi ;;
 	esac
 done
 check "the virtio-iommu driver has debugfs counters" [ "$n" -gt 0 ]
