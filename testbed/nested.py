@@ -13,7 +13,8 @@ vhost-net through QEMU's device IOTLB). L2 runs the single-level virtio-iommu
 scenario's steps (disk, NIC, VFIO edu and its fault, the driver's counters)
 and, last, the driver unbound under iommufd (viommu-remove);
 its console comes back inside L1's with an "L2: " prefix, judged here as a
-console of its own.
+console of its own. L2 may be an arm64 guest (our qemu-system-aarch64, virt,
+the arm64 kernel): the x86_64 L1's kernel device then serves an arm64 driver.
 """
 
 from __future__ import annotations
@@ -38,6 +39,24 @@ HTTP_PORT = 8080
 ECHO_PORT = 7777
 # L2 runs the single-level virtio-iommu scenario's steps
 L2_TEMPLATE = "x86_64-virtio-iommu"
+
+@dataclass(frozen=True)
+class L2Board:
+    """The QEMU L1 runs for an L2 guest of one architecture."""
+    qemu: str                       # the binary, one of ours
+    machine: str
+    cpu: str
+    console: str
+
+
+# L2 on x86_64 runs q35; on arm64, virt with a GICv3 (device tree): an arm64
+# guest whose virtio-iommu the x86_64 L1's kernel serves (vhost needs no
+# KVM, and both are little-endian)
+L2_BOARDS = {
+    "x86_64": L2Board("qemu-system-x86_64", "q35", "max", "ttyS0"),
+    "arm64": L2Board("qemu-system-aarch64", "virt,gic-version=3",
+                     "max,pauth-impdef=on", "ttyAMA0"),
+}
 # Debian's firmware our QEMU loads for a q35 guest booted with -kernel
 FIRMWARE = ("/usr/share/seabios/bios-256k.bin",
             "/usr/share/qemu/linuxboot_dma.bin",
@@ -69,6 +88,7 @@ class Nested:
     l1_devices: tuple[str, ...] = ()
     l1_append: str = ""
     l2_vfio: bool = False           # L2's edu is L1's, through vfio-pci
+    l2_arch: str = "x86_64"         # L2's kernel target and QEMU: see L2_BOARDS
     # What L1's kernel logs when L0's IOMMU faults L2's edu (a key of
     # FAULT_PATTERNS): where L2's VFIO cannot hear of the fault, L1 checks it
     l1_fault: str = ""
@@ -118,6 +138,21 @@ NESTED = {n.name: n for n in (
            "virtio-iommu-pci,vhost=on", True, l2_env=POSTED,
            l2_steps=("iommu-info", "blk", "net", "vfio-edu", "pci-hotplug",
                      "viommu-stats", "viommu-remove")),
+    # The same L2 on arm64: our arm64 kernel's driver (device tree, Arm's
+    # MSI doorbell) served by the x86_64 L1's kernel device
+    Nested("x86_64-nested-vhost-iommu-arm64",
+           "an arm64 L2 (virt, GICv3, device tree) behind "
+           "virtio-iommu-pci,vhost=on: vhost-net bound to its endpoint, "
+           "virtio-blk and edu translated by L1's kernel device",
+           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED,
+           template="arm64-virtio-iommu", l2_arch="arm64", full_only=True),
+    Nested("x86_64-nested-vhost-iommu-arm64-pt",
+           "the arm64 L2 in page-table mode (attach-table=on): its driver "
+           "attaches ARMv8 stage-1 tables, which L1's kernel walks (generic_pt's "
+           "foreign lookup) for vhost-net's misses and the emulated devices' "
+           "translations",
+           "virtio-iommu-pci,vhost=on,attach-table=on", True,
+           template="arm64-virtio-iommu-pt", l2_arch="arm64"),
     Nested("x86_64-nested-vhost-iommu-reset",
            "the vhost=on scenario with L2 reset after its net step (a guest "
            "reboot): the endpoints go and come back, vhost-net binds again, "
@@ -235,7 +270,8 @@ def l2_env(template: str, sc_env: dict[str, str]) -> dict[str, str]:
 
 def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
     """L1's initramfs, and its environment (the step's inputs)."""
-    target = TARGETS["x86_64"]
+    target = TARGETS[n.l2_arch]
+    board = L2_BOARDS[n.l2_arch]
     tmpl = SCENARIOS[n.template]
     disk_data = boot._pattern(1, boot.DISK_READ_MB)
     blob = boot._pattern(2, boot.NET_DOWN_MB)
@@ -252,22 +288,28 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_NET_UP_MB": str(boot.NET_UP_MB),
         **dict(n.l2_env),
     })
-    base = paths.IMAGES / target.name / "base.cpio"
-    if not base.exists():
-        initramfs.base_image(target.name)
-    l2_initrd = initramfs.scenario_image(base, l2, work / "l2-initrd.cpio")
+    base = {}
+    for arch in {"x86_64", target.name}:
+        base[arch] = paths.IMAGES / arch / "base.cpio"
+        if not base[arch].exists():
+            initramfs.base_image(arch)
+    l2_initrd = initramfs.scenario_image(base[target.name], l2,
+                                         work / "l2-initrd.cpio")
 
-    exe = qemu_build.binary("qemu-system-x86_64")
+    exe = qemu_build.binary(board.qemu)
     if not exe.exists():
         raise StepError("the nested bed needs our patched QEMU: make qemu")
+    if not target.image_path.exists():
+        raise StepError(f"kernel {target.name} is not built: make "
+                        f"kernel-{target.name}")
     arc = Archive()
-    _add_file(arc, exe, "usr/bin/qemu-system-x86_64", 0o755)
+    _add_file(arc, exe, f"usr/bin/{board.qemu}", 0o755)
     for lib in _libraries(exe):
         _add_file(arc, lib, str(lib).lstrip("/"), 0o755)
     for fw in FIRMWARE:
         _add_file(arc, Path(fw), fw.lstrip("/"))
     arc.dir("l2")
-    arc.file("l2/bzImage", target.image_path.read_bytes())
+    arc.file("l2/kernel", target.image_path.read_bytes())
     arc.file("l2/initrd.cpio", l2_initrd.read_bytes())
     disk = disk_data + bytes((boot.DISK_WRITE_MB + boot.DISK_SCRATCH_MB) << 20)
     arc.file("l2/disk.img", disk)
@@ -278,6 +320,10 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
     env = {
         "TB_STEPS": "nested-l2",
         "TB_L2_IOMMU": n.iommu,
+        "TB_L2_QEMU": board.qemu,
+        "TB_L2_MACHINE": board.machine,
+        "TB_L2_CPU": board.cpu,
+        "TB_L2_CONSOLE": board.console,
         "TB_L2_VHOST": "1" if n.vhost else "0",
         "TB_L2_APPEND": f"{tmpl.append} {n.l2_append}".strip(),
         # the L1 step checks the disk only where L2 wrote it
@@ -298,7 +344,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
     extra.write_bytes(arc.bytes())
     # base + our files + /etc/tb.env: later archives add to earlier ones
     both = work / "l1-base.cpio"
-    both.write_bytes(base.read_bytes() + extra.read_bytes())
+    both.write_bytes(base["x86_64"].read_bytes() + extra.read_bytes())
     initrd = initramfs.scenario_image(both, env, work / "l1-initrd.cpio")
     return initrd, env
 

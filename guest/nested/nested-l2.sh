@@ -75,12 +75,12 @@ t0=$(date +%s)
 # that the time L2 reached its /init is known here; QEMU's stderr comes in
 # the same stream, its lines in order with the console's.
 # shellcheck disable=SC2086
-timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
-	-L /usr/share/seabios -machine q35 -accel tcg -cpu max -smp 1 \
-	-m "$TB_L2_MEM_MB" -nodefaults -display none \
+timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
+	-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
+	-cpu "$TB_L2_CPU" -smp 1 -m "$TB_L2_MEM_MB" -nodefaults -display none \
 	$noreboot -serial stdio \
-	-kernel /l2/bzImage -initrd /l2/initrd.cpio \
-	-append "console=ttyS0 panic=-1 $TB_L2_APPEND" \
+	-kernel /l2/kernel -initrd /l2/initrd.cpio \
+	-append "console=$TB_L2_CONSOLE panic=-1 $TB_L2_APPEND" \
 	$iommu \
 	-drive file=/l2/disk.img,if=none,id=disk0,format=raw,cache=unsafe \
 	-device virtio-blk-pci,drive=disk0,disable-legacy=on,iommu_platform=on \
@@ -122,7 +122,7 @@ timeout "$TB_L2_TIMEOUT" qemu-system-x86_64 -L /usr/share/qemu \
 			[ -n "$hmp" ] && echo "$hmp" | nc 127.0.0.1 4444 > /dev/null &
 			;;
 		# QEMU's stderr, in order with L2's console
-		qemu-system-x86_64:*)
+		qemu-system-*:*)
 			echo "$line" >> /tmp/l2.err
 			echo "L2-QEMU $(($(date +%s) - t0)) s: $line"
 			continue
