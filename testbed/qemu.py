@@ -43,6 +43,10 @@ MACHINES = {m.name: m for m in (
     # no coherency bit), which generic_pt tables need.
     Machine("q35-intel-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "intel-iommu,caching-mode=on"),
+    # The same on our patched build: make bench-throughput's hardware
+    # IOMMU reference, on the QEMU binary of the rows it stands beside
+    Machine("q35-intel-iommu-patched", "qemu-system-x86_64", "q35", "max",
+            "ttyS0", "intel-iommu,caching-mode=on", patched=True),
     Machine("q35-amd-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "amd-iommu"),
     Machine("virt", "qemu-system-aarch64", "virt,gic-version=3",
