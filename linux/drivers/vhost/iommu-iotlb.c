@@ -90,8 +90,8 @@ static u32 vhost_iommu_miss_perm(int access, u32 *fault)
  * Answer one miss: translate and fill the device's IOTLB under v->lock,
  * so that no UNMAP can come between and leave a stale entry.
  */
-static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
-			      u32 perm, u8 *reason)
+static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
+				u32 perm, u8 *reason)
 {
 	struct vhost_iommu *v = b->v;
 	const struct vhost_iotlb_map *map = NULL;
@@ -101,7 +101,7 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	u64 size, gpa;
 	int access = 0, ret;
 
-	mutex_lock(&v->lock);
+	lockdep_assert_held(&v->lock);
 	if (b->dead || !v->running) {
 		ret = -ENODEV;
 		goto out;
@@ -143,6 +143,46 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	ret = vhost_dev_iotlb_update(b->dev, iova, size,
 				     map->addr + t.gpa - map->start, access);
 out:
+	return ret;
+}
+
+static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
+			      u32 perm, u8 *reason)
+{
+	int ret;
+
+	mutex_lock(&b->v->lock);
+	ret = __vhost_iommu_answer(b, iova, perm, reason);
+	mutex_unlock(&b->v->lock);
+	return ret;
+}
+
+/**
+ * vhost_iommu_prefetch() - answer a miss before the bound device has it
+ * @v: the device
+ * @endpoint: the endpoint a vhost device is bound to
+ * @iova: the address, as the bound device would miss it
+ * @perm: VHOST_IOMMU_PERM_*, the access it would make
+ *
+ * VHOST_IOMMU_TRANSLATE_F_PREFETCH: what a VMM asks for a ring before the
+ * device starts, whose first access (VHOST_NET_SET_BACKEND's) is made in
+ * the caller's context and cannot wait for the miss's answer.  v->lock
+ * keeps the binding from going meanwhile (unbinding takes it).
+ *
+ * Return: 0; -ENODEV when no device is bound to @endpoint or the device
+ * does not run; the translation's error otherwise.
+ */
+int vhost_iommu_prefetch(struct vhost_iommu *v, u32 endpoint, u64 iova,
+			 u32 perm)
+{
+	struct vhost_iommu_ep *ep;
+	int ret = -ENODEV;
+	u8 reason;
+
+	mutex_lock(&v->lock);
+	ep = xa_load(&v->endpoints, endpoint);
+	if (ep && ep->binding)
+		ret = __vhost_iommu_answer(ep->binding, iova, perm, &reason);
 	mutex_unlock(&v->lock);
 	return ret;
 }

@@ -380,7 +380,8 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		return -EFAULT;
 	if ((t.flags & ~(VHOST_IOMMU_TRANSLATE_F_READ |
 			 VHOST_IOMMU_TRANSLATE_F_WRITE |
-			 VHOST_IOMMU_TRANSLATE_F_FAULT)) || t.reserved)
+			 VHOST_IOMMU_TRANSLATE_F_FAULT |
+			 VHOST_IOMMU_TRANSLATE_F_PREFETCH)) || t.reserved)
 		return -EINVAL;
 	if (t.flags & VHOST_IOMMU_TRANSLATE_F_READ) {
 		access |= VHOST_IOMMU_PERM_READ;
@@ -405,6 +406,9 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 	if ((ret == -ENOENT || ret == -EACCES) &&
 	    (t.flags & VHOST_IOMMU_TRANSLATE_F_FAULT))
 		vhost_iommu_report_fault(v, reason, fault, t.endpoint, t.iova);
+	/* And into the IOTLB of the device bound to the endpoint */
+	if (!ret && (t.flags & VHOST_IOMMU_TRANSLATE_F_PREFETCH))
+		ret = vhost_iommu_prefetch(v, t.endpoint, t.iova, access);
 	if (ret)
 		return ret;
 	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;

@@ -290,6 +290,8 @@ void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
 void vhost_iommu_invalidate_all(struct vhost_iommu *v);
 void vhost_iommu_unbind(struct vhost_iommu_bound *b);
 void vhost_iommu_unbind_all(struct vhost_iommu *v);
+int vhost_iommu_prefetch(struct vhost_iommu *v, u32 endpoint, u64 iova,
+			 u32 perm);
 int vhost_iommu_iotlb_register(void);
 void vhost_iommu_iotlb_unregister(void);
 

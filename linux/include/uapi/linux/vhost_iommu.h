@@ -160,13 +160,16 @@ struct vhost_iommu_endpoint {
 #define VHOST_IOMMU_TRANSLATE_F_READ	(1 << 0)
 #define VHOST_IOMMU_TRANSLATE_F_WRITE	(1 << 1)
 #define VHOST_IOMMU_TRANSLATE_F_FAULT	(1 << 2)
+#define VHOST_IOMMU_TRANSLATE_F_PREFETCH (1 << 3)
 
 /**
  * struct vhost_iommu_translate - translate an IOVA as an endpoint's DMA
  * @endpoint: in: the endpoint ID
  * @flags: in: VHOST_IOMMU_TRANSLATE_F_READ and _WRITE, the access the
  *         device makes (none: only look the IOVA up); _FAULT to report a
- *         failed translation to the guest, as a fault on the event queue
+ *         failed translation to the guest, as a fault on the event queue;
+ *         _PREFETCH to also put the translation into the IOTLB of the vhost
+ *         device bound to @endpoint, as the answer to its miss would
  * @iova: in: the input address
  * @gpa: out: the guest-physical address @iova maps to
  * @size: out: bytes from @iova to the end of its mapping (0 in bypass:
@@ -185,6 +188,12 @@ struct vhost_iommu_endpoint {
  * With VIRTIO_IOMMU_F_POSTED_MAP negotiated, a lookup about to fail first
  * serves the requests the guest queued without notifying, then looks
  * again: only what still fails is an error (or a fault).
+ * _PREFETCH is for a VMM starting a bound device: its first access to a
+ * ring (VHOST_NET_SET_BACKEND writes the used ring's flags) is made in the
+ * VMM's call and cannot wait for its miss to be answered, so the VMM gives
+ * it the rings' translations first.  It fails with ENODEV when no device
+ * is bound to the endpoint or this device does not run; a failed
+ * translation puts nothing into the IOTLB.
  */
 struct vhost_iommu_translate {
 	__u32 endpoint;

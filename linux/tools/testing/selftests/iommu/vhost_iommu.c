@@ -1237,7 +1237,7 @@ TEST_F(viommu, fault_on_event_queue)
 	EXPECT_EQ(-EACCES, xlate_f(self, 1, 0x10, TF_W));
 	EXPECT_EQ(-ENOENT, xlate_f(self, 2, 0x10, TF_R));
 	EXPECT_EQ(-ENODEV, xlate_f(self, 99, 0x10, TF_R | TF_F));
-	EXPECT_EQ(-EINVAL, xlate_f(self, 1, 0x10, 1 << 3));
+	EXPECT_EQ(-EINVAL, xlate_f(self, 1, 0x10, 1 << 4));
 	EXPECT_TRUE(evt_none(&self->eq));
 	/* A bypass domain translates everything */
 	EXPECT_EQ(OK, attach(self, 2, 2, VIRTIO_IOMMU_ATTACH_F_BYPASS));

@@ -66,15 +66,26 @@ TEST_F_TIMEOUT(viommu, vhost_net_translates, 120)
 	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
 	EXPECT_EQ(EINVAL, errno);
 	bind.fd = self->fd;
+	/* A prefetch needs a device bound to the endpoint */
+	EXPECT_EQ(-ENODEV, xlate_f(self, NET_EP, NET_IOVA_RING, TF_P));
 	ASSERT_EQ(0, ioctl(net, VHOST_SET_IOMMU, &bind));
 	EXPECT_EQ(-1, ioctl(net, VHOST_SET_IOMMU, &bind));
 	EXPECT_EQ(EBUSY, errno);
+	/* One that does not translate gives nothing (and no fault) */
+	EXPECT_EQ(-ENOENT, xlate_f(self, NET_EP, NET_IOVA_BUF + PG, TF_P));
+	/*
+	 * The VMM prefetches the used ring's translation (its IOVA's, which
+	 * the IOTLB entry stretches to the end of the MAP): VHOST_NET_SET_BACKEND
+	 * then starts the queue on the first try, without waiting for a miss.
+	 */
+	ASSERT_EQ(0, xlate_f(self, NET_EP, NET_IOVA_RING + 0x2000,
+			     TF_R | TF_W | TF_P));
 
 	kick.fd = eventfd(0, EFD_NONBLOCK);
 	call.fd = eventfd(0, EFD_NONBLOCK);
 	ASSERT_LE(0, kick.fd);
 	ASSERT_LE(0, call.fd);
-	ASSERT_EQ(0, net_start_tx(net, ring, kick.fd, call.fd, tap.fd));
+	ASSERT_EQ(0, net_start_tx(net, ring, kick.fd, call.fd, tap.fd, 1));
 
 	/* The guest sends a frame from its IOVA-addressed buffer */
 	memset(pkt, 0, NET_HDR);

@@ -569,6 +569,7 @@ static int xlate_f(struct _test_data_viommu *self, uint32_t ep, uint64_t iova,
 #define TF_R	VHOST_IOMMU_TRANSLATE_F_READ
 #define TF_W	VHOST_IOMMU_TRANSLATE_F_WRITE
 #define TF_F	VHOST_IOMMU_TRANSLATE_F_FAULT
+#define TF_P	VHOST_IOMMU_TRANSLATE_F_PREFETCH
 #define FF_A	VIRTIO_IOMMU_FAULT_F_ADDRESS
 
 #define EXPECT_FAULT(_reason, _flags, _ep, _addr)			\
@@ -686,7 +687,14 @@ static int net_set_mem(int fd, void *mem)
  * reads the used ring: the first try misses in the device's IOTLB, which
  * the IOMMU then fills; the VMM retries.
  */
-static int net_start_tx(int fd, void *ring, int kick_fd, int call_fd, int tap)
+/*
+ * Start vhost-net's TX queue on @ring at NET_IOVA_RING, trying
+ * VHOST_NET_SET_BACKEND up to @tries times while it fails with EFAULT (its
+ * first access to the used ring waits for its miss to be answered, unless
+ * the translation was prefetched).
+ */
+static int net_start_tx(int fd, void *ring, int kick_fd, int call_fd, int tap,
+			int tries)
 {
 	struct vhost_vring_state num = { .index = 1, .num = QSZ };
 	struct vhost_vring_state base = { .index = 1, .num = 0 };
@@ -708,11 +716,12 @@ static int net_start_tx(int fd, void *ring, int kick_fd, int call_fd, int tap)
 	    ioctl(fd, VHOST_SET_VRING_KICK, &kick) ||
 	    ioctl(fd, VHOST_SET_VRING_CALL, &call))
 		return -1;
-	for (i = 0; i < 100; i++) {
+	for (i = 0; i < tries; i++) {
+		if (i)
+			usleep(10000);
 		ret = ioctl(fd, VHOST_NET_SET_BACKEND, &backend);
 		if (!ret || errno != EFAULT)
 			break;
-		usleep(10000);
 	}
 	return ret;
 }
@@ -778,7 +787,7 @@ static int net_bind_start(struct _test_data_viommu *self, struct net_dev *n)
 	    ioctl(n->fd, VHOST_SET_IOMMU, &bind))
 		return -1;
 	return net_start_tx(n->fd, (void *)n->desc, n->kick, n->call,
-			    n->tap.fd);
+			    n->tap.fd, 100);
 }
 
 static int net_up(struct __test_metadata *_metadata,
