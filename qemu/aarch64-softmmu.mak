@@ -9,6 +9,8 @@ CONFIG_VIRTIO_BLK=y
 CONFIG_VIRTIO_NET=y
 CONFIG_VIRTIO_IOMMU=y
 CONFIG_EDU=y
+# vfio-pci, for the nested test bed's arm64 L2 (an edu L1 assigns to it)
+CONFIG_VFIO_PCI=y
 # TCG needs these: target/arm links against the first two, the board asks
 # for the GICv3 model (gic-version=3) and its ITS
 CONFIG_ARM_V7M=y

@@ -125,6 +125,15 @@ VIOMMU_VFIO_AMD = replace(
     iommu=VIOMMU_VFIO.iommu + ",attach-table-formats=0x10",
     l2_env=VIOMMU_VFIO.l2_env + (("TB_VIOMMU_FORMAT", "AMD_V1"),),
     full_only=True)
+# And with an arm64 L2 building ARMv8 stage-1 tables: the scans step over
+# their holes by the ranges the SMMU model's walk gives (QEMU patch 0028)
+VIOMMU_VFIO_ARM64 = replace(
+    VIOMMU_VFIO, name="x86_64-nested-viommu-vfio-arm64",
+    doc="x86_64-nested-viommu-vfio with an arm64 L2 (virt, ARMv8 stage-1 "
+        "tables)",
+    template="arm64-virtio-iommu-pt", l2_arch="arm64",
+    l2_env=VIOMMU_VFIO.l2_env + (("TB_VIOMMU_INVAL_MAP", "1"),),
+    full_only=True)
 
 NESTED = {n.name: n for n in (
     # pci-hotplug: an edu plugged into a root port, unplugged and plugged
@@ -179,6 +188,7 @@ NESTED = {n.name: n for n in (
            l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True),
     VIOMMU_VFIO,
     VIOMMU_VFIO_AMD,
+    VIOMMU_VFIO_ARM64,
     Nested("x86_64-nested-viommu",
            "the reference: the same L2 behind QEMU's own virtio-iommu, "
            "vhost-net through QEMU's device IOTLB",
