@@ -744,8 +744,8 @@ def below_goal(rows: list[dict]) -> list[str]:
 def throughput(seconds: int = 5, build: bool = True, rounds: int = 3) -> Path:
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
-    kernel, one QEMU binary, the
-    rows booted in turn @rounds times, medians (issue 18, section 5)."""
+    kernel, one QEMU binary, the rows booted in turn @rounds times, medians
+    (issue 18, section 5)."""
     from .scenarios import TPUT_SCENARIOS
     runs = [(key, dataclasses.replace(sc, env={**sc.env, "TB_BENCH_SECONDS": str(seconds)},
                                       timeout_s=4 * seconds + 240))
