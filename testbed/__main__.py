@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="disk and NIC rates: virtio-iommu in page-table and "
                             "MAP/UNMAP mode, strict and lazy, against no IOMMU")
     p.add_argument("--seconds", type=int, default=5, help="measuring time per direction")
+    p.add_argument("--profile", action="store_true",
+                   help="sample the guest kernel during each timed pass "
+                        "(build/bench/throughput-profile.txt)")
     p.add_argument("--rounds", type=int, default=3,
                    help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             bench_vfio_nesting.run(args.seconds, args.rounds, not args.no_build)
         elif args.cmd == "bench-throughput":
             from . import bench
-            bench.throughput(args.seconds, not args.no_build, args.rounds)
+            bench.throughput(args.seconds, not args.no_build, args.rounds, args.profile)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

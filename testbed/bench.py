@@ -674,6 +674,8 @@ TPUT_LINE = re.compile(
     r"disk_read_mb=(?P<disk_read_mb>\d+) disk_read_cs=(?P<disk_read_cs>\d+) "
     r"net_down_bytes=(?P<net_down_bytes>\d+) net_down_cs=(?P<net_down_cs>\d+) "
     r"net_up_bytes=(?P<net_up_bytes>\d+) net_up_cs=(?P<net_up_cs>\d+)")
+# kprof's lines, "kprof PHASE: ..." (guest/progs/kprof.c)
+KPROF_LINE = re.compile(r"(kprof \w+:.*)")
 TPUT_RATES = ("disk_write_mb_s", "disk_read_mb_s", "net_down_mb_s", "net_up_mb_s")
 # Issue 18's goal: strict page-table mode moves at least 90 % of what the
 # same machine moves without an IOMMU.
@@ -692,11 +694,29 @@ def tput_row(key: tuple[str, str], result: boot.Result) -> dict:
         raise StepError(f"{result.scenario.name}: no tput line ({result.log})")
     v = {k: int(x) for k, x in m.groupdict().items()}
     row = {"iommu": key[0], "mode": key[1]}
+    # PROFILE=1: the guest kernel's profile of each timed pass
+    profile = [m[1] for m in map(KPROF_LINE.search, step_.diagnostics()) if m]
+    if profile:
+        row["kprof"] = profile
     for what in ("disk_write", "disk_read"):
         row[f"{what}_mb_s"] = round(v[f"{what}_mb"] * 100 / max(v[f"{what}_cs"], 1), 2)
     for what in ("net_down", "net_up"):
         row[f"{what}_mb_s"] = round(v[f"{what}_bytes"] / 1e4 / max(v[f"{what}_cs"], 1), 2)
     return row
+
+
+def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
+    """Every round's guest kernel profile of each row, as kprof printed it."""
+    out = paths.BENCH / "throughput-profile.txt"
+    text = []
+    for key, runs in measured.items():
+        for n, row in enumerate(runs):
+            text.append(f"== {key[0]} {key[1]}, round {n + 1}")
+            text.extend(row.pop("kprof", []))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text) + "\n")
+    print(f"guest kernel profiles: {out}")
+    return out
 
 
 def add_tput_ratios(rows: list[dict]) -> None:
@@ -741,19 +761,25 @@ def below_goal(rows: list[dict]) -> list[str]:
     return out
 
 
-def throughput(seconds: int = 5, build: bool = True, rounds: int = 3) -> Path:
+def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
+               profile: bool = False) -> Path:
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
     kernel, one QEMU binary, the rows booted in turn @rounds times, medians
-    (issue 18, section 5)."""
+    (issue 18, section 5). With @profile, the guest also samples its kernel
+    during each timed pass (which costs the rates a little): every round's
+    profile goes to build/bench/throughput-profile.txt."""
     from .scenarios import TPUT_SCENARIOS
-    runs = [(key, dataclasses.replace(sc, env={**sc.env, "TB_BENCH_SECONDS": str(seconds)},
+    env = {"TB_BENCH_SECONDS": str(seconds), **({"TB_KPROF": "1"} if profile else {})}
+    runs = [(key, dataclasses.replace(sc, env={**sc.env, **env},
                                       timeout_s=4 * seconds + 240))
             for key, sc in TPUT_SCENARIOS.items()]
     if build:
         qemu_build.build()
     measured, errors = measure_rounds(runs, tput_row, 1, seconds, rounds, build,
                                       prepare=lambda sc, threads, secs: sc)
+    if profile:
+        write_profiles(measured)
     rows = [median_row(measured[key], TPUT_RATES, TPUT_RATES)
             for key, _ in runs if key in measured]
     add_tput_ratios(rows)

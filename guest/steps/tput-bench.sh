@@ -35,6 +35,24 @@ timed() {
 	took=$(($(now) - t0))
 }
 
+# profiled PHASE CMD...: timed CMD...; with TB_KPROF set (`make
+# bench-throughput PROFILE=1`), the guest kernel's functions sampled
+# meanwhile (guest/progs/kprof.c), as "kprof PHASE:" lines
+profiled() {
+	phase=$1
+	shift
+	if [ -z "$TB_KPROF" ]; then
+		timed "$@"
+		return
+	fi
+	kprof "$secs" 25 > /tmp/kprof &
+	timed "$@"
+	wait
+	while read -r line; do
+		diag "kprof $phase:${line#kprof:}"
+	done < /tmp/kprof
+}
+
 disk_write() {
 	dd if=/tmp/tp.w of=$dev bs=64k seek="$seek" count="$blocks" \
 		oflag=direct conv=notrunc 2>/dev/null
@@ -51,12 +69,12 @@ disk_sum() {
 check "virtio-blk disk present" [ -b $dev ]
 dd if=/dev/urandom of=/tmp/tp.w bs=1M count="$mb" 2>/dev/null
 want=$(sha256sum /tmp/tp.w | cut -d' ' -f1)
-timed disk_write
+profiled disk_write disk_write
 write_mb=$((n * mb))
 write_cs=$took
 check "direct writes succeeded ($n passes)" [ "$bad" -eq 0 ]
 check "the disk holds what was written" [ "$(disk_sum)" = "$want" ]
-timed disk_read /dev/null
+profiled disk_read disk_read /dev/null
 read_mb=$((n * mb))
 read_cs=$took
 check "direct reads succeeded ($n passes)" [ "$bad" -eq 0 ]
@@ -75,7 +93,7 @@ down_sum() {
 }
 
 check "a download arrives intact" [ "$(down_sum)" = "$TB_NET_SHA256" ]
-timed down /dev/null
+profiled net_down down /dev/null
 down_bytes=$((n * TB_NET_DOWN_MB * 1048576))
 down_cs=$took
 check "downloads succeeded ($n)" [ "$bad" -eq 0 ]
@@ -90,7 +108,7 @@ up() {
 	[ "$(wget -q -O - --post-file /tmp/up "$url/sink")" = "$want" ]
 }
 
-timed up
+profiled net_up up
 up_bytes=$((n * $(wc -c < /tmp/up)))
 up_cs=$took
 check "every upload arrived intact ($n)" [ "$bad" -eq 0 ]
