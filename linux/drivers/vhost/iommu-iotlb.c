@@ -94,7 +94,7 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 				u32 perm, u8 *reason)
 {
 	struct vhost_iommu *v = b->v;
-	const struct vhost_iotlb_map *map = NULL;
+	const struct vhost_iotlb_map *map;
 	struct vhost_iommu_translate t = {
 		.endpoint = b->endpoint, .iova = iova,
 	};
@@ -102,22 +102,18 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	int access = 0, ret;
 
 	lockdep_assert_held(&v->lock);
-	if (b->dead || !v->running) {
-		ret = -ENODEV;
-		goto out;
-	}
+	if (b->dead || !v->running)
+		return -ENODEV;
 	/* Where it goes, then how far both the MAP and the memory go */
 	ret = vhost_iommu_xlate(v, &t, perm, reason, 1);
-	if (!ret) {
-		/* Guest-physical to the VMM's address, as vhost has it */
-		map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
-		if (!map) {
-			ret = -ENOENT;
-			*reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
-		}
-	}
 	if (ret)
-		goto out;
+		return ret;
+	/* Guest-physical to the VMM's address, as vhost has it */
+	map = vhost_iotlb_itree_first(v->dev.umem, t.gpa, t.gpa);
+	if (!map) {
+		*reason = VIRTIO_IOMMU_FAULT_R_UNKNOWN;
+		return -ENOENT;
+	}
 	gpa = t.gpa;
 	size = map->last - t.gpa + 1;
 	if (t.size) {
@@ -128,22 +124,20 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 		 * into the IOTLB.
 		 */
 		ret = vhost_iommu_xlate(v, &t, perm, reason, size ?: U64_MAX);
-		if (!ret && t.gpa != gpa) {
-			ret = -ENOENT;
-			*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
-		}
 		if (ret)
-			goto out;
+			return ret;
+		if (t.gpa != gpa) {
+			*reason = VIRTIO_IOMMU_FAULT_R_MAPPING;
+			return -ENOENT;
+		}
 		size = t.size;
 	}
 	if (t.perm & VHOST_IOMMU_PERM_READ)
 		access |= VHOST_ACCESS_RO;
 	if (t.perm & VHOST_IOMMU_PERM_WRITE)
 		access |= VHOST_ACCESS_WO;
-	ret = vhost_dev_iotlb_update(b->dev, iova, size,
-				     map->addr + t.gpa - map->start, access);
-out:
-	return ret;
+	return vhost_dev_iotlb_update(b->dev, iova, size,
+				      map->addr + t.gpa - map->start, access);
 }
 
 static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
