@@ -100,7 +100,7 @@ POSTED = (("TB_VIOMMU_POSTED", "1"),)
 
 # The chain of x86_64-nested-vhost-vfio with QEMU's own device in
 # page-table mode: QEMU scans L2's table at each INVALIDATE and maps its
-# leaves into L1's VFIO container (QEMU patch 0031). Faults stay in L1:
+# leaves into L1's VFIO container (QEMU patch 0032). Faults stay in L1:
 # QEMU 7.2's vfio-pci forwards none, so L2's edu test checks its memory
 # and L1 the log.
 VIOMMU_VFIO = Nested(
@@ -117,7 +117,7 @@ VIOMMU_VFIO = Nested(
     l1_machine="q35-intel-iommu", l1_devices=("edu",),
     l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True, l1_fault="intel-iommu")
 # The same with AMD v1 tables: the scans step over their holes by the
-# ranges the amd-iommu model's walk gives (QEMU patch 0030)
+# ranges the amd-iommu model's walk gives (QEMU patch 0031)
 VIOMMU_VFIO_AMD = replace(
     VIOMMU_VFIO, name="x86_64-nested-viommu-vfio-amd",
     doc="x86_64-nested-viommu-vfio with L2 building AMD v1 tables (the "

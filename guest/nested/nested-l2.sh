@@ -194,7 +194,7 @@ if [ "$TB_L2_VHOST" = 1 ]; then
 		[ "$(vstat misses "$totals")" -gt 0 -a "$(vstat translates "$totals")" -gt 0 ]
 	check "vhost-net was bound to its endpoint (dma=vhost)" grep -q ' dma=vhost ' /tmp/vstats
 	# Its used rings' translations went into its IOTLB before its
-	# backend was set (QEMU patch 0033), so that needed no retry
+	# backend was set (QEMU patch 0034), so that needed no retry
 	pre=$(grep -c 'vhost_iommu_prefetch .* ret 0' /tmp/l2.trace)
 	check "QEMU prefetched vhost-net's used rings from the kernel device ($pre)" \
 		[ "$pre" -gt 0 ]
