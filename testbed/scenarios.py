@@ -241,7 +241,10 @@ LIMITS = (
 # unmaps (the device's IOTLB must have been invalidated) and to an unmapped
 # IOVA, whose fault must reach the IOMMU core. Lazy on x86 (its default),
 # strict on arm64 (its default) and in the invalidate-after-map scenario,
-# whose device caches non-present entries (attach-table-inval-map=on); the
+# whose device caches non-present entries (attach-table-inval-map=on) and in
+# the one whose device caches nothing (attach-table-no-cache=on: no
+# INVALIDATE for cleared leaves, the edu test's DMAs right after unmaps
+# must fault all the same); the
 # debug kernel once, strict, with an INVALIDATE that fails to queue (the
 # driver must invalidate the whole domain before the unmap returns), on a
 # device that offers AMD v1 alone (attach-table-formats): the x86 driver's
@@ -265,6 +268,14 @@ PT = (
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
         env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict",
              "TB_VIOMMU_INVAL_MAP": "1"}),
+    _sc("x86_64-virtio-iommu-pt-nocache",
+        "x86_64-virtio-iommu-pt, strict, the device caching no translation "
+        "(attach-table-no-cache=on): no INVALIDATE for cleared leaves",
+        "q35-virtio-iommu-pt-nocache", "x86_64", PT_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
+        env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict",
+             "TB_VIOMMU_NO_CACHE": "1"}),
     _sc("arm64-virtio-iommu-pt",
         "arm64 virt + virtio-iommu-pci walking the guest's ARMv8 stage-1 tables "
         "(patched QEMU): disk, NIC, VFIO edu, strict domains",
@@ -525,6 +536,9 @@ BENCH_SCENARIOS = {sc.name: sc for sc in (_bench(d, m) for d, m in BENCH_ROWS)}
 # virtio_iommu.map_unmap=1 for MAP/UNMAP mode), strict and lazy, against
 # no IOMMU on the same QEMU binary (issue 18, section 5).
 TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
+             # the device caching nothing: no INVALIDATE per unmap
+             ("pt-nocache", "strict"): ("q35-virtio-iommu-pt-nocache",
+                                        "iommu.strict=1"),
              ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
                                        "iommu.strict=1 virtio_iommu.map_unmap=1"),
              ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),

@@ -58,6 +58,9 @@ BAD_CONFIGS = {
     "domain-range-start=7,domain-range-end=6": "is above domain-range-end",
     "attach-table-inval-map=on": "attach-table-inval-map needs attach-table=on",
     "attach-table-formats=0x10": "attach-table-formats needs attach-table=on",
+    "attach-table-no-cache=on": "attach-table-no-cache needs attach-table=on",
+    "attach-table=on,attach-table-inval-map=on,attach-table-no-cache=on":
+        "attach-table-no-cache needs attach-table=on, and neither",
     "attach-table=on,attach-table-formats=0x2":
         "attach-table-formats 0x2: this QEMU walks the formats of mask 0x18 only",
 }
@@ -258,11 +261,12 @@ PROBE_FORMATS = {
 
 @pytest.mark.parametrize("board", PROBE_FORMATS)
 @pytest.mark.parametrize("props", ["attach-table=on",
-                                   "attach-table=on,attach-table-inval-map=on"])
+                                   "attach-table=on,attach-table-inval-map=on",
+                                   "attach-table=on,attach-table-no-cache=on"])
 def test_table_format_probe_property(rig_factory, board, props):
     """With the feature negotiated, PROBE lists the formats the target's
     IOMMU models walk, each 16 bytes (length 12) with its walker's limits,
-    and INVAL_MAP exactly when asked."""
+    and INVAL_MAP or NO_CACHE exactly when asked."""
     r = rig_factory(board, props)
     assert r.v.negotiated >> qt.F_ATTACH_TABLE & 1
     tables = [body for t, body in r.v.probe(EDU_EP) if t == qt.PROBE_T_PAGE_TABLE_FMT]
@@ -271,7 +275,8 @@ def test_table_format_probe_property(rig_factory, board, props):
     for body in tables:
         fmt, ias, oas, granules, levels, asid_bits, flags = struct.unpack("<HBBIBBH", body)
         got[fmt] = (ias, oas, granules, levels, asid_bits)
-        assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else 0)
+        assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else
+                         qt.PGTF_F_NO_CACHE if "no-cache" in props else 0)
     assert got == PROBE_FORMATS[board]
 
 
@@ -510,6 +515,37 @@ def test_invalidate_drops_the_iotlb(rig_factory, walk):
     assert r.v.status(qt.invalidate(1)) == qt.S_OK
     assert fetch() == b"old page"
     assert r.v.faults() == []
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
+def test_no_cache_walks_every_access(rig_factory, walk):
+    """attach-table-no-cache=on (PGTF_F_NO_CACHE): the device keeps nothing,
+    so a leaf changed or cleared without an INVALIDATE takes effect at the
+    next DMA, which a device with an IOTLB would not do (the test above);
+    an INVALIDATE is still answered."""
+    r, t = _table_rig(rig_factory, walk, "attach-table=on,attach-table-no-cache=on")
+    old, new, out = r.data(0), r.data(1), r.data(2)
+    r.q.write(old, b"old page")
+    r.q.write(new, b"new page")
+    slot = t.map(IOVA, old, write=False)
+    t.map(IOVA + 0x100000, out)
+
+    def fetch() -> bytes:
+        r.copy(IOVA, IOVA + 0x100000, 8)
+        return r.q.read(out, 8)
+    assert fetch() == b"old page"
+    t.set(slot, t._leaf(new, 1, True, False))
+    assert fetch() == b"new page"
+    assert r.v.faults() == []
+    t.set(slot, 0)
+    r.q.write(out, bytes(8))
+    assert fetch() == bytes(8)
+    faults = r.v.faults()
+    assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA,
+                                    qt.INVAL_F_LEAF)) == qt.S_OK
+    t.set(slot, t._leaf(old, 1, True, False))
+    assert fetch() == b"old page"
 
 
 @pytest.mark.parametrize("inval_map", [False, True])

@@ -10,7 +10,10 @@
  * frees the table pages the unmap unlinked, and the flush queue's
  * flush_iotlb_all() one INVALIDATE of the whole domain. A device that caches
  * non-present entries (VIRTIO_IOMMU_PGTF_F_INVAL_MAP) also gets an
- * INVALIDATE from iotlb_sync_map(), one for a whole scatterlist.
+ * INVALIDATE from iotlb_sync_map(), one for a whole scatterlist. A domain
+ * whose endpoints all walk the table at each access and cache nothing
+ * (VIRTIO_IOMMU_PGTF_F_NO_CACHE) gets no INVALIDATE for cleared leaves,
+ * only for the table pages an unmap unlinked, and the flush queue's.
  *
  * generic_pt publishes what the device walks in the order a walker needs:
  * a new table is zeroed, then dma_wmb(), then linked by cmpxchg, so the
@@ -111,6 +114,7 @@ int viommu_table_setup(struct viommu_domain *vdomain,
 	vdomain->asid = cfg->format == VIRTIO_IOMMU_PGTF_ARM_LPAE &&
 			cfg->asid_bits ? vdomain->id : 0;
 	vdomain->inval_map = cfg->inval_map;
+	vdomain->no_cache = cfg->no_cache;
 	vdomain->domain.pgsize_bitmap = t.pgsize_bitmap;
 	geo->aperture_end = min(geo->aperture_end, last);
 	return 0;
@@ -139,6 +143,9 @@ bool viommu_table_fits(struct viommu_domain *vdomain,
  * endpoint is counted in before they are queued, under the replay lock:
  * an unmap that sees it queues its INVALIDATE behind them, and one that
  * does not cleared its entries before the device could walk the table.
+ * An endpoint that caches makes the domain's unmaps invalidate from then
+ * on, for good: an unmap that still read no_cache set had made its
+ * entries visible before, so before the ATTACH_TABLE that follows.
  *
  * Return: 0; -EINVAL when the endpoint cannot walk this table (the core
  * then gives it another domain); the errno of a request.
@@ -159,6 +166,8 @@ int viommu_table_attach(struct viommu_domain *vdomain,
 		return -EINVAL;
 	if (vdev->table.inval_map)
 		WRITE_ONCE(vdomain->inval_map, true);
+	if (!vdev->table.no_cache)
+		WRITE_ONCE(vdomain->no_cache, false);
 
 	WRITE_ONCE(vdomain->attach_err, 0);
 	write_lock_irqsave(&vdomain->replay_lock, flags);
@@ -320,7 +329,10 @@ int viommu_table_sync_map(struct viommu_domain *vdomain, unsigned long iova,
  *
  * One INVALIDATE for the gathered range, leaf-only when no table page was
  * unlinked; an unmap that unlinked tables but cleared no leaf gathers no
- * range, and gets the whole domain invalidated. The unlinked pages are
+ * range, and gets the whole domain invalidated. Cleared leaves alone need
+ * none when every endpoint walks uncached (NO_CACHE): a full barrier makes
+ * them visible to the device's next walk before the caller reuses the
+ * memory they mapped. The unlinked pages are
  * freed once the device answered. When it did not (the request could not
  * be queued, or was refused), the whole domain is invalidated instead;
  * if that fails too, the pages are kept until the domain is freed, when
@@ -336,6 +348,17 @@ void viommu_table_sync(struct viommu_domain *vdomain,
 
 	if (!range && !tables)
 		return;
+	if (!tables) {
+		/*
+		 * The cleared entries visible to the device's next walk, and
+		 * before no_cache is read (see viommu_table_attach())
+		 */
+		mb();
+		if (READ_ONCE(vdomain->no_cache)) {
+			atomic64_inc(&vdomain->stats.invalidates_skipped);
+			return;
+		}
+	}
 	ret = viommu_table_invalidate(vdomain,
 				      range ? VIRTIO_IOMMU_INVAL_S_RANGE :
 					      VIRTIO_IOMMU_INVAL_S_DOMAIN,

@@ -44,6 +44,7 @@
  * @levels: levels of the table, fixed by @ias and @granule_shift
  * @asid_bits: ASID bits the device tags ARM_LPAE tables with
  * @inval_map: the device asks for an INVALIDATE after maps too
+ * @no_cache: the device caches nothing: cleared leaves need no INVALIDATE
  */
 struct viommu_table_cfg {
 	u16	format;
@@ -53,6 +54,7 @@ struct viommu_table_cfg {
 	u8	levels;
 	u8	asid_bits;
 	bool	inval_map;
+	bool	no_cache;
 };
 
 static inline const char *viommu_table_fmt_name(u16 format)
@@ -175,6 +177,9 @@ static inline bool viommu_table_choose(const struct viommu_table_fmt *offers,
 			cfg->format = f->format;
 			cfg->granule_shift = page_shift;
 			cfg->inval_map = f->flags & VIRTIO_IOMMU_PGTF_F_INVAL_MAP;
+			/* A device that says both caches: INVAL_MAP wins */
+			cfg->no_cache = !cfg->inval_map &&
+					(f->flags & VIRTIO_IOMMU_PGTF_F_NO_CACHE);
 			return true;
 		}
 	}

@@ -282,7 +282,7 @@ static void viommu_test_probe_table(struct kunit *test)
 	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
 		  VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
 	/* Unknown format, and flags the driver does not know */
-	put_table(buf, &w, 12, 0x77, 64, 64, ~0U, 9, 16, 0xfffe);
+	put_table(buf, &w, 12, 0x77, 64, 64, ~0U, 9, 16, 0xfffc);
 	/* Longer than its fields: a later revision's; the rest is skipped */
 	put_table(buf, &w, 20, VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48,
 		  SZ_4K | SZ_16K | SZ_64K, 4, 16, 0x8001);
@@ -377,6 +377,42 @@ static struct viommu_table_fmt offer(u16 format, u8 ias, u8 oas, u32 granules,
 		.format = format, .ias = ias, .oas = oas, .granules = granules,
 		.max_levels = levels, .asid_bits = asid_bits, .flags = flags,
 	};
+}
+
+/*
+ * NO_CACHE is taken from the property; a device that says both it and
+ * INVAL_MAP caches, so the driver MUST take INVAL_MAP alone.
+ */
+static void viommu_test_probe_no_cache(struct kunit *test)
+{
+	struct viommu_probe_prop prop;
+	struct viommu_table_fmt o[1];
+	struct viommu_table_cfg cfg;
+	u8 buf[32] = {};
+	size_t w = 0, pos = 0;
+
+	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		  VIRTIO_IOMMU_PGTF_F_NO_CACHE | 0x8000);
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.table.flags, VIRTIO_IOMMU_PGTF_F_NO_CACHE);
+
+	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		     VIRTIO_IOMMU_PGTF_F_NO_CACHE);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+	KUNIT_EXPECT_TRUE(test, cfg.no_cache);
+	KUNIT_EXPECT_FALSE(test, cfg.inval_map);
+
+	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		     VIRTIO_IOMMU_PGTF_F_NO_CACHE |
+		     VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+	KUNIT_EXPECT_FALSE(test, cfg.no_cache);
+	KUNIT_EXPECT_TRUE(test, cfg.inval_map);
+
+	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0, 0);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+	KUNIT_EXPECT_FALSE(test, cfg.no_cache);
 }
 
 static void viommu_test_choose_x86(struct kunit *test)
@@ -1001,6 +1037,7 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_fault),
 	KUNIT_CASE(viommu_test_probe_table),
 	KUNIT_CASE(viommu_test_probe_table_malformed),
+	KUNIT_CASE(viommu_test_probe_no_cache),
 	KUNIT_CASE(viommu_test_choose_x86),
 	KUNIT_CASE(viommu_test_choose_arm),
 	KUNIT_CASE(viommu_test_choose_none),

@@ -372,7 +372,8 @@ static void viommu_choose_table(struct viommu_dev *viommu,
 		dev_info(viommu->dev, "page-table mode: %s tables, %u-bit input, %u levels, %uK granule%s\n",
 			 viommu_table_fmt_name(cfg.format), cfg.ias, cfg.levels,
 			 (1U << cfg.granule_shift) / SZ_1K,
-			 cfg.inval_map ? ", INVALIDATE after maps" : "");
+			 cfg.inval_map ? ", INVALIDATE after maps" :
+			 cfg.no_cache ? ", uncached walks" : "");
 }
 
 static int viommu_probe_endpoint(struct viommu_dev *viommu,
@@ -1266,7 +1267,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 
 	spin_lock(&viommu->domains_lock);
 	list_for_each_entry(vdomain, &viommu->domains, list)
-		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu\n",
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
 			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
@@ -1286,7 +1287,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   viommu_is_table(vdomain) ? "table" : "map",
 			   viommu_table_fmt_name(vdomain->table.format),
 			   atomic64_read(&vdomain->stats.invalidates),
-			   atomic64_read(&vdomain->stats.invalidates_map));
+			   atomic64_read(&vdomain->stats.invalidates_map),
+			   atomic64_read(&vdomain->stats.invalidates_skipped));
 	spin_unlock(&viommu->domains_lock);
 	return 0;
 }

@@ -163,6 +163,7 @@ struct viommu_domain_stats {
 	atomic64_t	errors;
 	atomic64_t	invalidates;		/* INVALIDATEs sent for unmaps */
 	atomic64_t	invalidates_map;	/* and for maps (INVAL_MAP) */
+	atomic64_t	invalidates_skipped;	/* not needed (NO_CACHE) */
 	u64		faults;			/* viommu_dev.ep_lock */
 };
 
@@ -200,6 +201,8 @@ struct viommu_domain {
 	struct viommu_table_cfg		table;
 	u16				asid;
 	bool				inval_map;	/* INVALIDATE after maps */
+	/* Every endpoint attached so far walks uncached: see sync */
+	bool				no_cache;
 	int				attach_err;	/* of the last ATTACH_TABLE */
 	atomic_t			inval_failures;
 	/* Table pages no INVALIDATE covered: freed with the domain */
