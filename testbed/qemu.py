@@ -119,6 +119,9 @@ MACHINES = {m.name: m for m in (
     Machine("q35-virtio-iommu-pt-nocache", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on",
             patched=True),
+    Machine("virt-virtio-iommu-pt-nocache", "qemu-system-aarch64", "virt,gic-version=3",
+            "max,pauth-impdef=on", "ttyAMA0",
+            "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on", patched=True),
 )}
 
 

@@ -302,11 +302,21 @@ PT = (
 # Page-table mode on the 16K and 64K kernels (make check-full): the guest
 # builds ARMv8 stage-1 tables of its own granule, and QEMU's SMMU walk
 # (smmu_ptw()) reads them at that granule.
+_PT_ARM64 = next(sc for sc in PT if sc.name == "arm64-virtio-iommu-pt")
 PT += tuple(dataclasses.replace(
-    PT[2], name=f"arm64-virtio-iommu-pt-{kib}k", kernel=f"arm64-{kib}k", full_only=True,
+    _PT_ARM64, name=f"arm64-virtio-iommu-pt-{kib}k", kernel=f"arm64-{kib}k", full_only=True,
     summary=f"arm64-virtio-iommu-pt on {kib} KiB pages: {kib}K-granule stage-1 tables",
-    env={**PT[2].env, "TB_IOMMU_GRANULE": hex(kib << 10)})
+    env={**_PT_ARM64.env, "TB_IOMMU_GRANULE": hex(kib << 10)})
     for kib in (16, 64))
+# The device caching nothing on arm64 (make check-full): ARMv8 tables, the
+# SMMU walk at every translation, and the driver's barrier in place of the
+# INVALIDATE on a weakly ordered guest.
+PT += (dataclasses.replace(
+    _PT_ARM64, name="arm64-virtio-iommu-pt-nocache", machine="virt-virtio-iommu-pt-nocache",
+    full_only=True,
+    summary="arm64-virtio-iommu-pt, the device caching no translation "
+            "(attach-table-no-cache=on): no INVALIDATE for cleared leaves",
+    env={**_PT_ARM64.env, "TB_VIOMMU_NO_CACHE": "1"}),)
 
 
 def _smmuv3_granule(kib: int) -> Scenario:
