@@ -508,13 +508,16 @@ BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "
 # it costs and saves. ours-pt is our driver in page-table mode, behind the
 # patched QEMU's device that walks the guest's tables, and ours-pt-map the
 # same kernel and device in MAP/UNMAP mode (virtio_iommu.map_unmap=1): the
-# two modes on one device.
+# two modes on one device; ours-pt-nocache page-table mode on the device that
+# caches nothing (attach-table-no-cache=on), where unmaps send no INVALIDATE.
 BENCH_DRIVERS = {"6.12": ("x86_64-stock", ""), "ours": ("x86_64", ""),
                  "ours-combined": ("x86_64", COMBINE_ON),
                  "ours-pt": ("x86_64", ""),
+                 "ours-pt-nocache": ("x86_64", ""),
                  "ours-pt-map": ("x86_64", " virtio_iommu.map_unmap=1")}
 # The machine of the rows whose device is not QEMU's own virtio-iommu
-BENCH_MACHINES = {"ours-pt": "q35-virtio-iommu-pt", "ours-pt-map": "q35-virtio-iommu-pt"}
+BENCH_MACHINES = {"ours-pt": "q35-virtio-iommu-pt", "ours-pt-map": "q35-virtio-iommu-pt",
+                  "ours-pt-nocache": "q35-virtio-iommu-pt-nocache"}
 
 
 def _bench(driver: str, mode: str) -> Scenario:
@@ -534,6 +537,7 @@ def _bench(driver: str, mode: str) -> Scenario:
 # (driver, mode) of each row of build/bench/viommu.json, in table order
 BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("ours-combined", "strict"),
               ("ours-pt-map", "strict"), ("ours-pt", "strict"),
+              ("ours-pt-nocache", "strict"),
               ("6.12", "lazy"), ("ours", "lazy"), ("ours-combined", "lazy"),
               ("ours-pt-map", "lazy"), ("ours-pt", "lazy"),
               ("none", "-"))
