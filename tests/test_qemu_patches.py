@@ -487,23 +487,31 @@ def test_malformed_entry_faults(rig_factory, case):
     assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
 
 
-@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
-def test_invalidate_drops_the_iotlb(rig_factory, walk):
-    """The device keeps what it walked until INVALIDATE: a leaf changed
-    without one still translates the old way, a range that misses it
-    changes nothing, one that covers it (or the whole domain) does."""
-    r, t = _table_rig(rig_factory, walk)
-    old, new, out = r.data(0), r.data(1), r.data(2)
-    r.q.write(old, b"old page")
-    r.q.write(new, b"new page")
-    slot = t.map(IOVA, old, write=False)
+def _one_leaf_rig(rig_factory, walk, props="attach-table=on"):
+    """A table with a read-only leaf at IOVA onto data page 0 ("old page";
+    page 1 holds "new page") and page 2 writable at IOVA + 1 MiB; fetch()
+    copies 8 bytes from IOVA through the edu and returns what arrived."""
+    r, t = _table_rig(rig_factory, walk, props)
+    out = r.data(2)
+    r.q.write(r.data(0), b"old page")
+    r.q.write(r.data(1), b"new page")
+    slot = t.map(IOVA, r.data(0), write=False)
     t.map(IOVA + 0x100000, out)
 
     def fetch() -> bytes:
         r.copy(IOVA, IOVA + 0x100000, 8)
         return r.q.read(out, 8)
     assert fetch() == b"old page"
-    t.set(slot, t._leaf(new, 1, True, False))
+    return r, t, slot, fetch
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
+def test_invalidate_drops_the_iotlb(rig_factory, walk):
+    """The device keeps what it walked until INVALIDATE: a leaf changed
+    without one still translates the old way, a range that misses it
+    changes nothing, one that covers it (or the whole domain) does."""
+    r, t, slot, fetch = _one_leaf_rig(rig_factory, walk)
+    t.set(slot, t._leaf(r.data(1), 1, True, False))
     assert fetch() == b"old page"
     assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA + 0x1000,
                                     IOVA + 0x1fff)) == qt.S_OK
@@ -511,7 +519,7 @@ def test_invalidate_drops_the_iotlb(rig_factory, walk):
     assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA,
                                     qt.INVAL_F_LEAF)) == qt.S_OK
     assert fetch() == b"new page"
-    t.set(slot, t._leaf(old, 1, True, False))
+    t.set(slot, t._leaf(r.data(0), 1, True, False))
     assert r.v.status(qt.invalidate(1)) == qt.S_OK
     assert fetch() == b"old page"
     assert r.v.faults() == []
@@ -523,28 +531,19 @@ def test_no_cache_walks_every_access(rig_factory, walk):
     so a leaf changed or cleared without an INVALIDATE takes effect at the
     next DMA, which a device with an IOTLB would not do (the test above);
     an INVALIDATE is still answered."""
-    r, t = _table_rig(rig_factory, walk, "attach-table=on,attach-table-no-cache=on")
-    old, new, out = r.data(0), r.data(1), r.data(2)
-    r.q.write(old, b"old page")
-    r.q.write(new, b"new page")
-    slot = t.map(IOVA, old, write=False)
-    t.map(IOVA + 0x100000, out)
-
-    def fetch() -> bytes:
-        r.copy(IOVA, IOVA + 0x100000, 8)
-        return r.q.read(out, 8)
-    assert fetch() == b"old page"
-    t.set(slot, t._leaf(new, 1, True, False))
+    r, t, slot, fetch = _one_leaf_rig(rig_factory, walk,
+                                      "attach-table=on,attach-table-no-cache=on")
+    t.set(slot, t._leaf(r.data(1), 1, True, False))
     assert fetch() == b"new page"
     assert r.v.faults() == []
     t.set(slot, 0)
-    r.q.write(out, bytes(8))
+    r.q.write(r.data(2), bytes(8))
     assert fetch() == bytes(8)
     faults = r.v.faults()
     assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
     assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA,
                                     qt.INVAL_F_LEAF)) == qt.S_OK
-    t.set(slot, t._leaf(old, 1, True, False))
+    t.set(slot, t._leaf(r.data(0), 1, True, False))
     assert fetch() == b"old page"
 
 
