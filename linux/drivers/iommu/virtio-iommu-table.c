@@ -348,10 +348,11 @@ void viommu_table_sync(struct viommu_domain *vdomain,
 
 	if (!range && !tables)
 		return;
-	if (!tables) {
+	/* A device that caches: no barrier, the INVALIDATE orders */
+	if (!tables && READ_ONCE(vdomain->no_cache)) {
 		/*
 		 * The cleared entries visible to the device's next walk, and
-		 * before no_cache is read (see viommu_table_attach())
+		 * no_cache read again after them (see viommu_table_attach())
 		 */
 		mb();
 		if (READ_ONCE(vdomain->no_cache)) {
