@@ -706,7 +706,8 @@ def tput_row(key: tuple[str, str], result: boot.Result) -> dict:
 
 
 def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
-    """Every round's guest kernel profile of each row, as kprof printed it."""
+    """Every round's guest kernel profile of each row, as kprof printed it,
+    to a file of its own: the profiles leave the rows (which hold rates)."""
     out = paths.BENCH / "throughput-profile.txt"
     text = []
     for key, runs in measured.items():

@@ -291,20 +291,20 @@ PT = (
 )
 
 
-# Page-table mode on the 16K and 64K kernels (make check-full): the guest
-# builds ARMv8 stage-1 tables of its own granule, and QEMU's SMMU walk
-# (smmu_ptw()) reads them at that granule.
 _PT_ARM64 = next(sc for sc in PT if sc.name == "arm64-virtio-iommu-pt")
+_PT_INVALMAP = next(sc for sc in PT if sc.name == "x86_64-virtio-iommu-pt-invalmap")
 # The device caching nothing (attach-table-no-cache=on): the strict x86
 # scenario's steps with no INVALIDATE for cleared leaves; on arm64 (make
-# check-full) ARMv8 tables, the SMMU walk at every translation, and the
-# driver's barrier in place of the INVALIDATE on a weakly ordered guest.
-_PT_INVALMAP = next(sc for sc in PT if sc.name == "x86_64-virtio-iommu-pt-invalmap")
+# check-full, below) ARMv8 tables, the SMMU walk at every translation, and
+# the driver's barrier in place of the INVALIDATE on a weakly ordered guest.
 PT += (dataclasses.replace(
     _PT_INVALMAP, name="x86_64-virtio-iommu-pt-nocache", machine="q35-virtio-iommu-pt-nocache",
     summary="x86_64-virtio-iommu-pt, strict, the device caching no translation "
             "(attach-table-no-cache=on): no INVALIDATE for cleared leaves",
     env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict", "TB_VIOMMU_NO_CACHE": "1"}),)
+# Page-table mode on the 16K and 64K kernels (make check-full): the guest
+# builds ARMv8 stage-1 tables of its own granule, and QEMU's SMMU walk
+# (smmu_ptw()) reads them at that granule.
 PT += tuple(dataclasses.replace(
     _PT_ARM64, name=f"arm64-virtio-iommu-pt-{kib}k", kernel=f"arm64-{kib}k", full_only=True,
     summary=f"arm64-virtio-iommu-pt on {kib} KiB pages: {kib}K-granule stage-1 tables",
