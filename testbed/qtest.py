@@ -54,6 +54,7 @@ PROBE_T_RESV_MEM, PROBE_T_PAGE_TABLE_FMT = 1, 6
 PGTF_ARM_LPAE, PGTF_VTD_SL, PGTF_AMD_V1 = 1, 3, 4
 PGTF_F_INVAL_MAP = 1
 PGTF_F_NO_CACHE = 2
+PGTF_F_POSTED_INVAL = 4
 INVAL_S_DOMAIN, INVAL_S_RANGE = 0, 1
 INVAL_F_LEAF = 1
 FAULT_R_MAPPING = 2
@@ -266,6 +267,23 @@ class VirtioIommu:
             raise QtestError("the device did not answer")
         self.req.last_used = used
         return self.q.read(inb, answer)
+
+    def post(self, req: bytes) -> None:
+        """Make one request (without its tail) available and do not notify
+        the device: a posted INVALIDATE. Its answer: posted_status()."""
+        out, inb = self.buf + 0x2000, self.buf + 0x3000
+        self.q.write(out, req)
+        self.q.write(inb, b"\xff" * 4)
+        self._post(self.req, [(out, len(req), False), (inb, 4, True)])
+
+    def posted_status(self) -> int | None:
+        """The status of the request post() made available, None while
+        the device has not served it."""
+        used = self.q.readn(self.req.used + 2, 2)
+        if used == self.req.last_used:
+            return None
+        self.req.last_used = used
+        return self.q.read(self.buf + 0x3000, 1)[0]
 
     def used_len(self) -> int:
         """The used length of the last request answered."""

@@ -302,6 +302,14 @@ PT += (dataclasses.replace(
     summary="x86_64-virtio-iommu-pt, strict, the device caching no translation "
             "(attach-table-no-cache=on): no INVALIDATE for cleared leaves",
     env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict", "TB_VIOMMU_NO_CACHE": "1"}),)
+# The device that keeps its IOTLB and serves the request queue before it
+# translates (attach-table-posted-inval=on): the same steps, each unmap's
+# INVALIDATE left unnotified, and the edu's DMAs right after unmaps fault.
+PT += (dataclasses.replace(
+    _PT_INVALMAP, name="x86_64-virtio-iommu-pt-posted", machine="q35-virtio-iommu-pt-posted",
+    summary="x86_64-virtio-iommu-pt, strict, the device serving the queue before it "
+            "translates (attach-table-posted-inval=on): INVALIDATEs unnotified",
+    env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict", "TB_VIOMMU_POSTED_INVAL": "1"}),)
 # Page-table mode on the 16K and 64K kernels (make check-full): the guest
 # builds ARMv8 stage-1 tables of its own granule, and QEMU's SMMU walk
 # (smmu_ptw()) reads them at that granule.
@@ -508,15 +516,22 @@ BENCH_MODES = {"strict": ("iommu.strict=1", "DMA"), "lazy": ("iommu.strict=0", "
 # patched QEMU's device that walks the guest's tables, and ours-pt-map the
 # same kernel and device in MAP/UNMAP mode (virtio_iommu.map_unmap=1): the
 # two modes on one device; ours-pt-nocache page-table mode on the device that
-# caches nothing (attach-table-no-cache=on), where unmaps send no INVALIDATE.
+# caches nothing (attach-table-no-cache=on), where unmaps send no INVALIDATE;
+# ours-pt-posted on the device that serves its queue before it translates
+# (attach-table-posted-inval=on), where unmaps notify none.
 BENCH_DRIVERS = {"6.12": ("x86_64-stock", ""), "ours": ("x86_64", ""),
                  "ours-combined": ("x86_64", COMBINE_ON),
                  "ours-pt": ("x86_64", ""),
                  "ours-pt-nocache": ("x86_64", ""),
+                 "ours-pt-posted": ("x86_64", ""),
                  "ours-pt-map": ("x86_64", " virtio_iommu.map_unmap=1")}
 # The machine of the rows whose device is not QEMU's own virtio-iommu
 BENCH_MACHINES = {"ours-pt": "q35-virtio-iommu-pt", "ours-pt-map": "q35-virtio-iommu-pt",
-                  "ours-pt-nocache": "q35-virtio-iommu-pt-nocache"}
+                  "ours-pt-nocache": "q35-virtio-iommu-pt-nocache",
+                  "ours-pt-posted": "q35-virtio-iommu-pt-posted"}
+# The rows in page-table mode, counted by the driver alone (QEMU's trace
+# has no MAP to count pairs by)
+BENCH_TABLE_DRIVERS = ("ours-pt", "ours-pt-nocache", "ours-pt-posted")
 
 
 def _bench(driver: str, mode: str) -> Scenario:
@@ -536,7 +551,7 @@ def _bench(driver: str, mode: str) -> Scenario:
 # (driver, mode) of each row of build/bench/viommu.json, in table order
 BENCH_ROWS = (("6.12", "strict"), ("ours", "strict"), ("ours-combined", "strict"),
               ("ours-pt-map", "strict"), ("ours-pt", "strict"),
-              ("ours-pt-nocache", "strict"),
+              ("ours-pt-nocache", "strict"), ("ours-pt-posted", "strict"),
               ("6.12", "lazy"), ("ours", "lazy"), ("ours-combined", "lazy"),
               ("ours-pt-map", "lazy"), ("ours-pt", "lazy"),
               ("none", "-"))
@@ -552,6 +567,9 @@ TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
              # the device caching nothing: no INVALIDATE per unmap
              ("pt-nocache", "strict"): ("q35-virtio-iommu-pt-nocache",
                                         "iommu.strict=1"),
+             # the device that serves the queue first: INVALIDATEs unnotified
+             ("pt-posted", "strict"): ("q35-virtio-iommu-pt-posted",
+                                       "iommu.strict=1"),
              ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
                                        "iommu.strict=1 virtio_iommu.map_unmap=1"),
              ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),

@@ -61,6 +61,9 @@ BAD_CONFIGS = {
     "attach-table-no-cache=on": "attach-table-no-cache needs attach-table=on",
     "attach-table=on,attach-table-inval-map=on,attach-table-no-cache=on":
         "attach-table-no-cache needs attach-table=on, and neither",
+    "attach-table-posted-inval=on": "attach-table-posted-inval needs attach-table=on",
+    "attach-table=on,attach-table-no-cache=on,attach-table-posted-inval=on":
+        "attach-table-posted-inval needs attach-table=on, and none of",
     "attach-table=on,attach-table-formats=0x2":
         "attach-table-formats 0x2: this QEMU walks the formats of mask 0x18 only",
 }
@@ -262,11 +265,12 @@ PROBE_FORMATS = {
 @pytest.mark.parametrize("board", PROBE_FORMATS)
 @pytest.mark.parametrize("props", ["attach-table=on",
                                    "attach-table=on,attach-table-inval-map=on",
-                                   "attach-table=on,attach-table-no-cache=on"])
+                                   "attach-table=on,attach-table-no-cache=on",
+                                   "attach-table=on,attach-table-posted-inval=on"])
 def test_table_format_probe_property(rig_factory, board, props):
     """With the feature negotiated, PROBE lists the formats the target's
     IOMMU models walk, each 16 bytes (length 12) with its walker's limits,
-    and INVAL_MAP or NO_CACHE exactly when asked."""
+    and INVAL_MAP, NO_CACHE or POSTED_INVAL exactly when asked."""
     r = rig_factory(board, props)
     assert r.v.negotiated >> qt.F_ATTACH_TABLE & 1
     tables = [body for t, body in r.v.probe(EDU_EP) if t == qt.PROBE_T_PAGE_TABLE_FMT]
@@ -276,7 +280,8 @@ def test_table_format_probe_property(rig_factory, board, props):
         fmt, ias, oas, granules, levels, asid_bits, flags = struct.unpack("<HBBIBBH", body)
         got[fmt] = (ias, oas, granules, levels, asid_bits)
         assert flags == (qt.PGTF_F_INVAL_MAP if "inval-map" in props else
-                         qt.PGTF_F_NO_CACHE if "no-cache" in props else 0)
+                         qt.PGTF_F_NO_CACHE if "no-cache" in props else
+                         qt.PGTF_F_POSTED_INVAL if "posted-inval" in props else 0)
     assert got == PROBE_FORMATS[board]
 
 
@@ -545,6 +550,32 @@ def test_no_cache_walks_every_access(rig_factory, walk):
                                     qt.INVAL_F_LEAF)) == qt.S_OK
     t.set(slot, t._leaf(r.data(0), 1, True, False))
     assert fetch() == b"old page"
+
+
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
+def test_posted_invalidate_is_served_before_translating(rig_factory, walk):
+    """attach-table-posted-inval=on (PGTF_F_POSTED_INVAL): the device still
+    keeps what it walked, but serves the request queue before it
+    translates: an INVALIDATE made available and not notified takes effect
+    at the next DMA, and is answered then. A leaf changed with none made
+    available still translates the old way."""
+    r, t, slot, fetch = _one_leaf_rig(rig_factory, walk,
+                                      "attach-table=on,attach-table-posted-inval=on")
+    t.set(slot, t._leaf(r.data(1), 1, True, False))
+    assert fetch() == b"old page"
+    r.v.post(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA, qt.INVAL_F_LEAF))
+    assert r.v.posted_status() is None
+    assert fetch() == b"new page"
+    assert r.v.posted_status() == qt.S_OK
+    assert r.v.faults() == []
+    # A cleared leaf: the DMA after the posted INVALIDATE faults
+    t.set(slot, 0)
+    r.v.post(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA, qt.INVAL_F_LEAF))
+    r.q.write(r.data(2), bytes(8))
+    assert fetch() == bytes(8)
+    assert r.v.posted_status() == qt.S_OK
+    faults = r.v.faults()
+    assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
 
 
 @pytest.mark.parametrize("inval_map", [False, True])

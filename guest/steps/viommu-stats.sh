@@ -6,7 +6,8 @@
 # sharing) in format TB_VIOMMU_FORMAT, by their own debugfs line, not by a
 # module parameter; no MAP or UNMAP sent, INVALIDATEs sent, at most one per
 # unmap (fewer in lazy domains); TB_VIOMMU_INVAL_MAP=1: INVALIDATEs after
-# maps too. Otherwise (MAP/UNMAP mode) no request of page-table sharing may
+# maps too; TB_VIOMMU_NO_CACHE=1: unmaps without INVALIDATE;
+# TB_VIOMMU_POSTED_INVAL=1: INVALIDATEs left unnotified. Otherwise (MAP/UNMAP mode) no request of page-table sharing may
 # have been sent. TB_VIOMMU_POSTED=1: posted MAP negotiated and used.
 . /steps/lib.sh
 n=0
@@ -44,6 +45,14 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 			check "$dev: INVALIDATEs sent ($(get invalidate)), at most one per unmap ($inv for $unm)" \
 				[ "$(get invalidate)" -gt 0 -a "$inv" -gt 0 -a "$inv" -le "$unm" ]
 			check "$dev: none skipped (the device caches)" [ "$skip" -eq 0 ]
+		fi
+		posted=$(dsum invalidates_posted " mode=table ")
+		if [ "$TB_VIOMMU_POSTED_INVAL" = 1 ]; then
+			# Served before the device's next translation: no kick
+			check "$dev: posted INVALIDATEs: $posted of the $inv left unnotified, $(get kicks) kicks in all" \
+				[ "$posted" -gt 0 -a "$posted" -le "$inv" -a "$(get kicks)" -lt "$posted" ]
+		else
+			check "$dev: none posted (the device did not offer it)" [ "$posted" -eq 0 ]
 		fi
 		if [ "$TB_VIOMMU_DOMAIN" = dma-lazy ]; then
 			check "$dev: the flush queue batched: fewer INVALIDATEs than unmaps in lazy domains" \

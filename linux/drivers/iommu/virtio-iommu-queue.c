@@ -375,6 +375,9 @@ static struct viommu_slot *viommu_get_slot(struct viommu_dev *viommu,
 {
 	int ret;
 
+	/* Answers nobody waits for (posted requests) free their slots here */
+	if (list_empty(&viommu->free_slots))
+		viommu_reap(viommu);
 	if (list_empty(&viommu->free_slots)) {
 		viommu->stats.slot_waits++;
 		ret = viommu_wait(viommu, viommu_slot_free, 0, may_sleep, false,

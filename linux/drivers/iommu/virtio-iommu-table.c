@@ -115,6 +115,7 @@ int viommu_table_setup(struct viommu_domain *vdomain,
 			cfg->asid_bits ? vdomain->id : 0;
 	vdomain->inval_map = cfg->inval_map;
 	vdomain->no_cache = cfg->no_cache;
+	vdomain->posted_inval = cfg->posted_inval;
 	vdomain->domain.pgsize_bitmap = t.pgsize_bitmap;
 	geo->aperture_end = min(geo->aperture_end, last);
 	return 0;
@@ -145,7 +146,9 @@ bool viommu_table_fits(struct viommu_domain *vdomain,
  * does not cleared its entries before the device could walk the table.
  * An endpoint that caches makes the domain's unmaps invalidate from then
  * on, for good: an unmap that still read no_cache set had made its
- * entries visible before, so before the ATTACH_TABLE that follows.
+ * entries visible before, so before the ATTACH_TABLE that follows. One
+ * that does not serve the queue before it translates makes them notify
+ * and wait, for the same reason (posted_inval).
  *
  * Return: 0; -EINVAL when the endpoint cannot walk this table (the core
  * then gives it another domain); the errno of a request.
@@ -168,6 +171,8 @@ int viommu_table_attach(struct viommu_domain *vdomain,
 		WRITE_ONCE(vdomain->inval_map, true);
 	if (!vdev->table.no_cache)
 		WRITE_ONCE(vdomain->no_cache, false);
+	if (!vdev->table.posted_inval)
+		WRITE_ONCE(vdomain->posted_inval, false);
 
 	WRITE_ONCE(vdomain->attach_err, 0);
 	write_lock_irqsave(&vdomain->replay_lock, flags);
@@ -198,6 +203,29 @@ int viommu_table_attach(struct viommu_domain *vdomain,
 }
 
 /*
+ * Queue an INVALIDATE of @vdomain, unnotified; *@viommu says the device
+ * it went to, NULL when no endpoint is attached and none was needed.
+ */
+static int viommu_table_queue_invalidate(struct viommu_domain *vdomain,
+					 u16 scope, u16 inval_flags, u64 start,
+					 u64 last, struct viommu_dev **viommu)
+{
+	union viommu_req_buf req;
+	unsigned long flags;
+	int ret = 0;
+
+	read_lock_irqsave(&vdomain->replay_lock, flags);
+	*viommu = vdomain->nr_endpoints ? vdomain->viommu : NULL;
+	if (*viommu) {
+		viommu_encode_invalidate(&req.invalidate, vdomain->id, scope,
+					 inval_flags, start, last);
+		ret = viommu_queue_req(vdomain, &req, sizeof(req.invalidate));
+	}
+	read_unlock_irqrestore(&vdomain->replay_lock, flags);
+	return ret;
+}
+
+/*
  * Send an INVALIDATE of @vdomain and wait for it. A refusal comes back
  * through viommu_domain_request_failed(), which counts it in
  * inval_failures: one that moved while we waited may be another CPU's,
@@ -209,21 +237,11 @@ static int viommu_table_invalidate(struct viommu_domain *vdomain, u16 scope,
 {
 	int failures = atomic_read(&vdomain->inval_failures);
 	struct viommu_dev *viommu;
-	union viommu_req_buf req;
-	unsigned long flags;
 	int ret;
 
-	read_lock_irqsave(&vdomain->replay_lock, flags);
-	viommu = vdomain->viommu;
-	if (!viommu || !vdomain->nr_endpoints) {
-		read_unlock_irqrestore(&vdomain->replay_lock, flags);
-		return 0;
-	}
-	viommu_encode_invalidate(&req.invalidate, vdomain->id, scope,
-				 inval_flags, start, last);
-	ret = viommu_queue_req(vdomain, &req, sizeof(req.invalidate));
-	read_unlock_irqrestore(&vdomain->replay_lock, flags);
-	if (ret)
+	ret = viommu_table_queue_invalidate(vdomain, scope, inval_flags, start,
+					    last, &viommu);
+	if (ret || !viommu)
 		return ret;
 	atomic64_inc(after_map ? &vdomain->stats.invalidates_map :
 				 &vdomain->stats.invalidates);
@@ -322,6 +340,40 @@ int viommu_table_sync_map(struct viommu_domain *vdomain, unsigned long iova,
 				       iova, (u64)iova + size - 1, true);
 }
 
+/*
+ * Queue the leaf INVALIDATE of @gather unnotified, when every endpoint of
+ * @vdomain serves the queue before it translates. The same barrier and
+ * second look as for NO_CACHE (see viommu_table_attach()): an endpoint
+ * that does not serve it, attaching meanwhile, walks the cleared entries.
+ * virtqueue_add_sgs() makes the request available after the entries are
+ * cleared, so the device sees the request once it could see them. A
+ * refusal is reported when the answer is collected (as for posted MAP);
+ * the entries are cleared already.
+ *
+ * Return: true if it was queued (or none was needed), false if the
+ * caller must send it and wait.
+ */
+static bool viommu_table_post_invalidate(struct viommu_domain *vdomain,
+					 struct iommu_iotlb_gather *gather)
+{
+	struct viommu_dev *viommu;
+
+	if (!READ_ONCE(vdomain->posted_inval))
+		return false;
+	/* The cleared entries before posted_inval is read again */
+	mb();
+	if (!READ_ONCE(vdomain->posted_inval) ||
+	    viommu_table_queue_invalidate(vdomain, VIRTIO_IOMMU_INVAL_S_RANGE,
+					  VIRTIO_IOMMU_INVAL_F_LEAF,
+					  gather->start, gather->end, &viommu))
+		return false;
+	if (viommu) {
+		atomic64_inc(&vdomain->stats.invalidates);
+		atomic64_inc(&vdomain->stats.invalidates_posted);
+	}
+	return true;
+}
+
 /**
  * viommu_table_sync() - iotlb_sync() of a table domain
  * @vdomain: the domain
@@ -332,7 +384,10 @@ int viommu_table_sync_map(struct viommu_domain *vdomain, unsigned long iova,
  * range, and gets the whole domain invalidated. Cleared leaves alone need
  * none when every endpoint walks uncached (NO_CACHE): a full barrier makes
  * them visible to the device's next walk before the caller reuses the
- * memory they mapped. The unlinked pages are
+ * memory they mapped. When every endpoint's device serves the request
+ * queue before it translates (POSTED_INVAL), their INVALIDATE is queued
+ * and neither notified nor waited for: once on the ring, it takes effect
+ * before the device's next translation. The unlinked pages are
  * freed once the device answered. When it did not (the request could not
  * be queued, or was refused), the whole domain is invalidated instead;
  * if that fails too, the pages are kept until the domain is freed, when
@@ -360,6 +415,8 @@ void viommu_table_sync(struct viommu_domain *vdomain,
 			return;
 		}
 	}
+	if (!tables && range && viommu_table_post_invalidate(vdomain, gather))
+		return;
 	ret = viommu_table_invalidate(vdomain,
 				      range ? VIRTIO_IOMMU_INVAL_S_RANGE :
 					      VIRTIO_IOMMU_INVAL_S_DOMAIN,

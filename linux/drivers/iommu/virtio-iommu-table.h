@@ -45,6 +45,8 @@
  * @asid_bits: ASID bits the device tags ARM_LPAE tables with
  * @inval_map: the device asks for an INVALIDATE after maps too
  * @no_cache: the device caches nothing: cleared leaves need no INVALIDATE
+ * @posted_inval: the device serves the request queue before it translates:
+ *	the INVALIDATE of cleared leaves needs no notification
  */
 struct viommu_table_cfg {
 	u16	format;
@@ -55,6 +57,7 @@ struct viommu_table_cfg {
 	u8	asid_bits;
 	bool	inval_map;
 	bool	no_cache;
+	bool	posted_inval;
 };
 
 static inline const char *viommu_table_fmt_name(u16 format)
@@ -180,6 +183,9 @@ static inline bool viommu_table_choose(const struct viommu_table_fmt *offers,
 			/* A device that says both caches: INVAL_MAP wins */
 			cfg->no_cache = !cfg->inval_map &&
 					(f->flags & VIRTIO_IOMMU_PGTF_F_NO_CACHE);
+			/* And an uncached walk needs no INVALIDATE at all */
+			cfg->posted_inval = !cfg->inval_map && !cfg->no_cache &&
+				(f->flags & VIRTIO_IOMMU_PGTF_F_POSTED_INVAL);
 			return true;
 		}
 	}

@@ -282,7 +282,7 @@ static void viommu_test_probe_table(struct kunit *test)
 	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
 		  VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
 	/* Unknown format, and flags the driver does not know */
-	put_table(buf, &w, 12, 0x77, 64, 64, ~0U, 9, 16, 0xfffc);
+	put_table(buf, &w, 12, 0x77, 64, 64, ~0U, 9, 16, 0xfff8);
 	/* Longer than its fields: a later revision's; the rest is skipped */
 	put_table(buf, &w, 20, VIRTIO_IOMMU_PGTF_ARM_LPAE, 48, 48,
 		  SZ_4K | SZ_16K | SZ_64K, 4, 16, 0x8001);
@@ -413,6 +413,47 @@ static void viommu_test_probe_no_cache(struct kunit *test)
 	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0, 0);
 	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
 	KUNIT_EXPECT_FALSE(test, cfg.no_cache);
+}
+
+/*
+ * POSTED_INVAL is taken from the property, and dropped beside INVAL_MAP
+ * (a device that copies the table) or NO_CACHE (nothing to invalidate).
+ */
+static void viommu_test_probe_posted_inval(struct kunit *test)
+{
+	static const u16 with[] = { VIRTIO_IOMMU_PGTF_F_INVAL_MAP,
+				    VIRTIO_IOMMU_PGTF_F_NO_CACHE };
+	struct viommu_probe_prop prop;
+	struct viommu_table_fmt o[1];
+	struct viommu_table_cfg cfg;
+	u8 buf[32] = {};
+	size_t w = 0, pos = 0;
+	unsigned int i;
+
+	put_table(buf, &w, 12, VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		  VIRTIO_IOMMU_PGTF_F_POSTED_INVAL | 0x8000);
+	KUNIT_ASSERT_EQ(test, viommu_probe_next(buf, sizeof(buf), &pos, &prop),
+			1);
+	KUNIT_EXPECT_EQ(test, prop.table.flags,
+			VIRTIO_IOMMU_PGTF_F_POSTED_INVAL);
+
+	o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+		     VIRTIO_IOMMU_PGTF_F_POSTED_INVAL);
+	KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+	KUNIT_EXPECT_TRUE(test, cfg.posted_inval);
+	KUNIT_EXPECT_FALSE(test, cfg.no_cache);
+	KUNIT_EXPECT_FALSE(test, cfg.inval_map);
+
+	for (i = 0; i < ARRAY_SIZE(with); i++) {
+		o[0] = offer(VIRTIO_IOMMU_PGTF_VTD_SL, 48, 46, SZ_4K, 4, 0,
+			     VIRTIO_IOMMU_PGTF_F_POSTED_INVAL | with[i]);
+		KUNIT_ASSERT_TRUE(test, pick_x86(o, 1, 12, &cfg));
+		KUNIT_EXPECT_FALSE(test, cfg.posted_inval);
+		KUNIT_EXPECT_EQ(test, cfg.inval_map,
+				with[i] == VIRTIO_IOMMU_PGTF_F_INVAL_MAP);
+		KUNIT_EXPECT_EQ(test, cfg.no_cache,
+				with[i] == VIRTIO_IOMMU_PGTF_F_NO_CACHE);
+	}
 }
 
 static void viommu_test_choose_x86(struct kunit *test)
@@ -1038,6 +1079,7 @@ static struct kunit_case viommu_wire_cases[] = {
 	KUNIT_CASE(viommu_test_probe_table),
 	KUNIT_CASE(viommu_test_probe_table_malformed),
 	KUNIT_CASE(viommu_test_probe_no_cache),
+	KUNIT_CASE(viommu_test_probe_posted_inval),
 	KUNIT_CASE(viommu_test_choose_x86),
 	KUNIT_CASE(viommu_test_choose_arm),
 	KUNIT_CASE(viommu_test_choose_none),

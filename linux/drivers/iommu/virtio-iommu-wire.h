@@ -220,7 +220,8 @@ static inline int viommu_req_result(u32 used, u32 write_len, u8 status)
 
 /* Format flags the driver knows; the others it MUST ignore */
 #define VIOMMU_PGTF_KNOWN_FLAGS		(VIRTIO_IOMMU_PGTF_F_INVAL_MAP | \
-					 VIRTIO_IOMMU_PGTF_F_NO_CACHE)
+					 VIRTIO_IOMMU_PGTF_F_NO_CACHE | \
+					 VIRTIO_IOMMU_PGTF_F_POSTED_INVAL)
 
 /**
  * struct viommu_table_fmt - a decoded PAGE_TABLE_FMT property

@@ -373,7 +373,8 @@ static void viommu_choose_table(struct viommu_dev *viommu,
 			 viommu_table_fmt_name(cfg.format), cfg.ias, cfg.levels,
 			 (1U << cfg.granule_shift) / SZ_1K,
 			 cfg.inval_map ? ", INVALIDATE after maps" :
-			 cfg.no_cache ? ", uncached walks" : "");
+			 cfg.no_cache ? ", uncached walks" :
+			 cfg.posted_inval ? ", posted INVALIDATE" : "");
 }
 
 static int viommu_probe_endpoint(struct viommu_dev *viommu,
@@ -1267,7 +1268,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 
 	spin_lock(&viommu->domains_lock);
 	list_for_each_entry(vdomain, &viommu->domains, list)
-		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu\n",
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu invalidates_posted=%llu\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
 			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
@@ -1288,7 +1289,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   viommu_table_fmt_name(vdomain->table.format),
 			   atomic64_read(&vdomain->stats.invalidates),
 			   atomic64_read(&vdomain->stats.invalidates_map),
-			   atomic64_read(&vdomain->stats.invalidates_skipped));
+			   atomic64_read(&vdomain->stats.invalidates_skipped),
+			   atomic64_read(&vdomain->stats.invalidates_posted));
 	spin_unlock(&viommu->domains_lock);
 	return 0;
 }

@@ -164,6 +164,7 @@ struct viommu_domain_stats {
 	atomic64_t	invalidates;		/* INVALIDATEs sent for unmaps */
 	atomic64_t	invalidates_map;	/* and for maps (INVAL_MAP) */
 	atomic64_t	invalidates_skipped;	/* not needed (NO_CACHE) */
+	atomic64_t	invalidates_posted;	/* sent unnotified (POSTED_INVAL) */
 	u64		faults;			/* viommu_dev.ep_lock */
 };
 
@@ -203,6 +204,8 @@ struct viommu_domain {
 	bool				inval_map;	/* INVALIDATE after maps */
 	/* Every endpoint attached so far walks uncached: see sync */
 	bool				no_cache;
+	/* ... serves the queue before it translates: see sync */
+	bool				posted_inval;
 	int				attach_err;	/* of the last ATTACH_TABLE */
 	atomic_t			inval_failures;
 	/* Table pages no INVALIDATE covered: freed with the domain */
