@@ -128,6 +128,9 @@ MACHINES = {m.name: m for m in (
     Machine("virt-virtio-iommu-pt-nocache", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
             "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on", patched=True),
+    Machine("virt-virtio-iommu-pt-posted", "qemu-system-aarch64", "virt,gic-version=3",
+            "max,pauth-impdef=on", "ttyAMA0",
+            "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on", patched=True),
 )}
 
 

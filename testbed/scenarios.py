@@ -324,6 +324,14 @@ PT += (dataclasses.replace(
     summary="arm64-virtio-iommu-pt, the device caching no translation "
             "(attach-table-no-cache=on): no INVALIDATE for cleared leaves",
     env={**_PT_ARM64.env, "TB_VIOMMU_NO_CACHE": "1"}),)
+# Posted INVALIDATE on arm64 (make check-full): the driver's barrier and the
+# ring's publication order the cleared descriptors on a weakly ordered guest.
+PT += (dataclasses.replace(
+    _PT_ARM64, name="arm64-virtio-iommu-pt-posted", machine="virt-virtio-iommu-pt-posted",
+    full_only=True,
+    summary="arm64-virtio-iommu-pt, the device serving the queue before it translates "
+            "(attach-table-posted-inval=on): INVALIDATEs unnotified",
+    env={**_PT_ARM64.env, "TB_VIOMMU_POSTED_INVAL": "1"}),)
 
 
 def _smmuv3_granule(kib: int) -> Scenario:
