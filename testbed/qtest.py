@@ -254,36 +254,41 @@ class VirtioIommu:
         vq.next_avail += 1
         self.q.writen(vq.avail + 2, 2, vq.next_avail & 0xffff)
 
-    def request(self, req: bytes, answer: int = 4) -> bytes:
-        """Send one request (without its tail); the device-writable part
-        it got back (the tail, or the probe properties and tail)."""
-        out, inb = self.buf, self.buf + 0x1000
+    def _offer(self, req: bytes, answer: int, at: int) -> int:
+        """Make one request (without its tail) available, its buffers at
+        @at and @at + 0x1000 (returned: where the answer goes)."""
+        out, inb = at, at + 0x1000
         self.q.write(out, req)
         self.q.write(inb, b"\xff" * answer)
         self._post(self.req, [(out, len(req), False), (inb, answer, True)])
-        self.q.writen(self.req.notify, 2, 0)
+        return inb
+
+    def _answered(self) -> bool:
+        """Whether the device used another request buffer (taking it)."""
         used = self.q.readn(self.req.used + 2, 2)
         if used == self.req.last_used:
-            raise QtestError("the device did not answer")
+            return False
         self.req.last_used = used
+        return True
+
+    def request(self, req: bytes, answer: int = 4) -> bytes:
+        """Send one request (without its tail); the device-writable part
+        it got back (the tail, or the probe properties and tail)."""
+        inb = self._offer(req, answer, self.buf)
+        self.q.writen(self.req.notify, 2, 0)
+        if not self._answered():
+            raise QtestError("the device did not answer")
         return self.q.read(inb, answer)
 
     def post(self, req: bytes) -> None:
         """Make one request (without its tail) available and do not notify
         the device: a posted INVALIDATE. Its answer: posted_status()."""
-        out, inb = self.buf + 0x2000, self.buf + 0x3000
-        self.q.write(out, req)
-        self.q.write(inb, b"\xff" * 4)
-        self._post(self.req, [(out, len(req), False), (inb, 4, True)])
+        self._offer(req, 4, self.buf + 0x2000)
 
     def posted_status(self) -> int | None:
         """The status of the request post() made available, None while
         the device has not served it."""
-        used = self.q.readn(self.req.used + 2, 2)
-        if used == self.req.last_used:
-            return None
-        self.req.last_used = used
-        return self.q.read(self.buf + 0x3000, 1)[0]
+        return self.q.read(self.buf + 0x3000, 1)[0] if self._answered() else None
 
     def used_len(self) -> int:
         """The used length of the last request answered."""

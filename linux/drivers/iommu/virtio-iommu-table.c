@@ -341,10 +341,8 @@ int viommu_table_sync_map(struct viommu_domain *vdomain, unsigned long iova,
 }
 
 /*
- * Queue the leaf INVALIDATE of @gather unnotified, when every endpoint of
- * @vdomain serves the queue before it translates. The same barrier and
- * second look as for NO_CACHE (see viommu_table_attach()): an endpoint
- * that does not serve it, attaching meanwhile, walks the cleared entries.
+ * Queue the leaf INVALIDATE of @gather unnotified, for a domain whose
+ * endpoints all serve the queue before they translate (POSTED_INVAL).
  * virtqueue_add_sgs() makes the request available after the entries are
  * cleared, so the device sees the request once it could see them. A
  * refusal is reported when the answer is collected (as for posted MAP);
@@ -358,12 +356,7 @@ static bool viommu_table_post_invalidate(struct viommu_domain *vdomain,
 {
 	struct viommu_dev *viommu;
 
-	if (!READ_ONCE(vdomain->posted_inval))
-		return false;
-	/* The cleared entries before posted_inval is read again */
-	mb();
-	if (!READ_ONCE(vdomain->posted_inval) ||
-	    viommu_table_queue_invalidate(vdomain, VIRTIO_IOMMU_INVAL_S_RANGE,
+	if (viommu_table_queue_invalidate(vdomain, VIRTIO_IOMMU_INVAL_S_RANGE,
 					  VIRTIO_IOMMU_INVAL_F_LEAF,
 					  gather->start, gather->end, &viommu))
 		return false;
@@ -403,20 +396,25 @@ void viommu_table_sync(struct viommu_domain *vdomain,
 
 	if (!range && !tables)
 		return;
-	/* A device that caches: no barrier, the INVALIDATE orders */
-	if (!tables && READ_ONCE(vdomain->no_cache)) {
-		/*
-		 * The cleared entries visible to the device's next walk, and
-		 * no_cache read again after them (see viommu_table_attach())
-		 */
+	/*
+	 * Cleared leaves alone, on endpoints that cache nothing or serve the
+	 * queue before they translate: the stores visible to the device, and
+	 * the flags read again after them (an endpoint without the flag may
+	 * be attaching: see viommu_table_attach()). A device that caches and
+	 * waits for notifications pays no barrier: the INVALIDATE orders.
+	 */
+	if (!tables && (READ_ONCE(vdomain->no_cache) ||
+			READ_ONCE(vdomain->posted_inval))) {
+		/* The cleared entries before the flags' second reading */
 		mb();
 		if (READ_ONCE(vdomain->no_cache)) {
 			atomic64_inc(&vdomain->stats.invalidates_skipped);
 			return;
 		}
+		if (READ_ONCE(vdomain->posted_inval) &&
+		    viommu_table_post_invalidate(vdomain, gather))
+			return;
 	}
-	if (!tables && range && viommu_table_post_invalidate(vdomain, gather))
-		return;
 	ret = viommu_table_invalidate(vdomain,
 				      range ? VIRTIO_IOMMU_INVAL_S_RANGE :
 					      VIRTIO_IOMMU_INVAL_S_DOMAIN,
