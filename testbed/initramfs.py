@@ -35,9 +35,10 @@ PROGRAMS = (
     ("tools/testing/selftests/dma/dma_map_benchmark.c", "dma_map_benchmark", True),
 )
 # The test bed's own guest programs (guest/progs/<name>.c), not the kernel's:
-# `make bench-mmio`'s round trips and random reads, and the guest kernel's
-# profile `make bench-throughput PROFILE=1` takes.
-GUEST_PROGRAMS = ("io_bench", "kprof")
+# `make bench-mmio`'s round trips and random reads, the guest kernel's
+# profile `make bench-throughput PROFILE=1` takes, and the ring-map-sg
+# step's scattered direct reads.
+GUEST_PROGRAMS = ("io_bench", "kprof", "scatter_read")
 
 
 def busybox(arch: str) -> Path:
