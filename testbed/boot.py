@@ -79,7 +79,8 @@ def step_lines(console: Console, names, prefix: str = "") -> list[str]:
             lines.append(f"  {prefix}{name}: did not run")
             continue
         verdict = "ok" if step.ok else f"FAIL (exit {step.exit_status})"
-        lines.append(f"  {prefix}{name}: {verdict}")
+        took = "" if step.centiseconds is None else f" ({step.centiseconds / 100:.1f} s)"
+        lines.append(f"  {prefix}{name}: {verdict}{took}")
         for c in step.cases:
             lines.append(f"    {c.status:4} {c.name} {c.detail}".rstrip())
     return lines

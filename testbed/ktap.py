@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Parsing a guest console: framed steps with TAP/KTAP results, and kernel reports.
 
-A guest prints `TB-BEGIN <step>`, the step's TAP output, `TB-END <step> <status>`
-for each step, then `TB-DONE`. Kernel messages may be interleaved anywhere.
+A guest prints `TB-BEGIN <step>`, the step's TAP output, `TB-END <step> <status>
+<centiseconds>` for each step (a line without the time parses too), then
+`TB-DONE`. Kernel messages may be interleaved anywhere.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 RESULT = re.compile(r"^\s*(not ok|ok) (\d+)(?: -)? ?([^#]*?)\s*(?:#\s*(SKIP|TODO)\b(.*))?$")
 BEGIN = re.compile(r"TB-BEGIN (\S+)")
-END = re.compile(r"TB-END (\S+) (\d+)")
+END = re.compile(r"TB-END (\S+) (\d+)(?: (\d+))?")
 
 # Kernel reports that fail a boot whatever the tests said.
 KERNEL_REPORTS = re.compile(
@@ -33,6 +34,7 @@ class Case:
 class Step:
     name: str
     exit_status: int | None = None      # None: the step never finished
+    centiseconds: int | None = None     # its time in the guest, if it said
     cases: list[Case] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
@@ -87,6 +89,8 @@ def parse_console(text: str) -> Console:
         m = END.search(line)
         if m and current and m.group(1) == current.name:
             current.exit_status = int(m.group(2))
+            if m.group(3) is not None:
+                current.centiseconds = int(m.group(3))
             current = None
             continue
         if current is None:

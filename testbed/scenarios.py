@@ -479,7 +479,10 @@ _ALL += (
             more=("kmemleak-clear", "vfio-nested", "vhost-vfio", "kmemleak"),
             more_summary=", VFIO nesting (vfio_nested, fail-nth, kmemleak) and "
                          "vhost-iommu forwarding to it"),
-    _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug"),
+    # make check-full: three minutes CI's cold hour has no room for; the
+    # AMD driver's generic_pt tables stay in make check in x86_64-amd-iommu
+    # and in x86_64-kunit's comparisons on the debug kernel
+    _stress("x86_64", "amd-iommu", "q35-amd-iommu", "x86_64-debug", full_only=True),
     _stress("arm64", "smmuv3", "virt-smmuv3", "arm64-debug", full_only=True),
 )
 

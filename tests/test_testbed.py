@@ -22,6 +22,14 @@ def test_console_all_steps_pass():
     assert any(d.startswith("disk-write-sha256 ") for d in con.steps["blk"].diagnostics())
 
 
+def test_console_step_time_is_read_when_given():
+    con = ktap.parse_console("TB-BOOTED 6.12\nTB-BEGIN blk\nok 1 disk\n1..1\n"
+                             "TB-END blk 0 1234\nTB-BEGIN net\nok 1 up\n1..1\n"
+                             "TB-END net 0\nTB-DONE\n")
+    assert con.steps["blk"].ok and con.steps["blk"].centiseconds == 1234
+    assert con.steps["net"].ok and con.steps["net"].centiseconds is None
+
+
 def test_console_failure_and_missing_end_are_seen():
     con = ktap.parse_console((DATA / "console-edu-fails-no-done.log").read_text())
     assert not con.done
