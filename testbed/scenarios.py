@@ -249,8 +249,9 @@ LIMITS = (
 # driver must invalidate the whole domain before the unmap returns), on a
 # device that offers AMD v1 alone (attach-table-formats): the x86 driver's
 # fallback format, walked by the AMD IOMMU model's walk. ring-map-sg: the
-# disk's direct reads cost the domain one unmap per direction of a request,
-# not one per page (virtio_ring.map_sg), and page by page again with it off.
+# disk's direct reads cost the domain one unmap per direction of a request
+# and one for its descriptor table, not one per page (virtio_ring.map_sg),
+# and page by page again with it off.
 PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "vfio-edu", "viommu-stats")
 PT_TRACE = ("virtio_iommu_attach_table", "virtio_iommu_invalidate")
 PT_X86_ENV = {"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "VTD_SL"}

@@ -26,26 +26,20 @@
 #define PAGES	16
 #define REQ	(PAGE * PAGES)
 
-/* Write all of @iov (a request's bytes, in the device's order) to stdout */
-static int write_all(struct iovec *iov)
+/* Write a request's bytes to stdout in the device's order, via @out */
+static int write_all(const struct iovec *iov, char *out)
 {
-	char *out = malloc(REQ);
 	ssize_t done = 0, n;
 	int i;
 
-	if (!out)
-		return -1;
 	for (i = 0; i < PAGES; i++)
 		memcpy(out + i * PAGE, iov[i].iov_base, PAGE);
 	while (done < REQ) {
 		n = write(1, out + done, REQ - done);
-		if (n <= 0) {
-			free(out);
+		if (n <= 0)
 			return -1;
-		}
 		done += n;
 	}
-	free(out);
 	return 0;
 }
 
@@ -53,6 +47,7 @@ int main(int argc, char **argv)
 {
 	struct iovec iov[PAGES];
 	long mib, reqs, r;
+	static char out[REQ];
 	char *buf;
 	int fd, i;
 
@@ -83,7 +78,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "scatter_read: request %ld failed\n", r);
 			return 1;
 		}
-		if (write_all(iov)) {
+		if (write_all(iov, out)) {
 			perror("write");
 			return 1;
 		}

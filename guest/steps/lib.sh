@@ -54,3 +54,12 @@ selftest_bench() {
 	done < /tmp/selftest-bench.out
 	check "$1 -t $2 (exit $status)" [ "$status" -eq 0 ]
 }
+
+# viommu_domain_sum STATS FIELD [ERE]: the sum of FIELD=<n> over the domain
+# lines of the virtio-iommu driver's debugfs STATS file that match ERE (all
+# of them without one)
+viommu_domain_sum() {
+	awk -v re="$3" -v k="$2=" '$1 == "domain" && $0 ~ re {
+		for (i = 2; i <= NF; i++) if (index($i, k) == 1)
+			n += substr($i, length(k) + 1) } END { print n + 0 }' "$1"
+}

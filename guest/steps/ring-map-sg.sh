@@ -22,8 +22,7 @@ stats=$1
 check "the virtio-iommu driver has debugfs counters" [ -e "$stats" ]
 
 unmaps() {
-	awk '$1 == "domain" { for (i = 2; i <= NF; i++) if (index($i, "unmaps=") == 1)
-		n += substr($i, 8) } END { print n + 0 }' "$stats"
+	viommu_domain_sum "$stats" unmaps
 }
 
 # pass MAP_SG: read with map_sg set so; sets sum and unmapped

@@ -20,9 +20,7 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	done < "$f"
 	get() { awk -v k="$1" '$1 == k { print $2 }' "$f"; }
 	# Sums of a field over the domain lines that match an ERE
-	dsum() { awk -v re="$2" -v k="$1=" '$1 == "domain" && $0 ~ re {
-		for (i = 2; i <= NF; i++) if (index($i, k) == 1)
-			n += substr($i, length(k) + 1) } END { print n + 0 }' "$f"; }
+	dsum() { viommu_domain_sum "$f" "$1" "$2"; }
 	if [ "$TB_VIOMMU_MODE" = table ]; then
 		check "$dev: ATTACH_TABLE negotiated (mode $(get mode))" \
 			[ "$(get mode)" = page-table ]
