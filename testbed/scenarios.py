@@ -251,8 +251,12 @@ LIMITS = (
 # fallback format, walked by the AMD IOMMU model's walk. ring-map-sg: the
 # disk's direct reads cost the domain one unmap per direction of a request
 # and one for its descriptor table, not one per page (virtio_ring.map_sg),
-# and page by page again with it off.
-PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "vfio-edu", "viommu-stats")
+# and page by page again with it off. net-rx-frag: the NIC's received
+# packets cost the domain an unmap per page fragment (some twenty buffers),
+# not one per buffer (virtio_net.map_rx_frags), and one per buffer again
+# with it off.
+PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "vfio-edu",
+            "viommu-stats")
 PT_TRACE = ("virtio_iommu_attach_table", "virtio_iommu_invalidate")
 PT_X86_ENV = {"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "VTD_SL"}
 PT = (
@@ -365,7 +369,8 @@ _ALL = (
         "the virtio-iommu scenario with strict DMA domains (iommu.strict=1), "
         "and two CPUs mapping side by side combining their kicks",
         "q35-virtio-iommu", "x86_64",
-        ("iommu-info", "blk", "ring-map-sg", "net", "vfio-edu", "dma-bench", "viommu-stats"),
+        ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "vfio-edu",
+         "dma-bench", "viommu-stats"),
         devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1" + COMBINE_ON,
         env={"TB_VIOMMU_DOMAIN": "dma-strict", **COMBINE_CHECK}),
@@ -589,10 +594,13 @@ TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
              # the device that serves the queue first: INVALIDATEs unnotified
              ("pt-posted", "strict"): ("q35-virtio-iommu-pt-posted",
                                        "iommu.strict=1"),
-             # page-table strict with virtio_ring mapping page by page, as
-             # 6.12 does: what one dma_map_sg() per direction saves
+             # page-table strict with virtio_ring mapping page by page and
+             # virtio-net each receive buffer, as 6.12 does: what one
+             # dma_map_sg() per direction and one map per receive page
+             # fragment save
              ("pt-paged", "strict"): ("q35-virtio-iommu-pt",
-                                      "iommu.strict=1 virtio_ring.map_sg=0"),
+                                      "iommu.strict=1 virtio_ring.map_sg=0 "
+                                      "virtio_net.map_rx_frags=0"),
              ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
                                        "iommu.strict=1 virtio_iommu.map_unmap=1"),
              ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),
