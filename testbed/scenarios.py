@@ -251,8 +251,7 @@ LIMITS = (
 # fallback format, walked by the AMD IOMMU model's walk. ring-map-sg: the
 # disk's direct reads cost the domain one unmap per direction of a request,
 # its descriptor table going with the out buffers, not one per page
-# (virtio_ring.map_sg),
-# and page by page again with it off. net-rx-frag: the NIC's received
+# (virtio_ring.map_sg), and page by page again with it off. net-rx-frag: the NIC's received
 # packets cost the domain an unmap per page fragment (some twenty buffers),
 # not one per buffer (virtio_net.map_rx_frags), and one per buffer again
 # with it off.

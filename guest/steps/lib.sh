@@ -40,6 +40,19 @@ net_up() {
 	check "eth0 is up" ip link show eth0
 }
 
+# blob_sha256: the SHA-256 of the host's blob fetched through the NIC
+blob_sha256() {
+	wget -q -O - "http://10.0.2.2:$TB_HTTP_PORT/blob" | sha256sum | cut -d' ' -f1
+}
+
+# viommu_stats_file: sets stats to the first virtio-iommu's debugfs
+# counters, with one test that there is one
+viommu_stats_file() {
+	set -- /sys/kernel/debug/virtio-iommu/*/stats
+	stats=$1
+	check "the virtio-iommu driver has debugfs counters" [ -e "$stats" ]
+}
+
 # selftest_bench PROGRAM TEST TAG: run one benchmark test of a selftest
 # (its settings exported by the caller), pass on its "# TAG:" lines for the
 # host, the rest of its output only when it failed; one test that it passed

@@ -126,7 +126,7 @@ disk_vectors_fire "virtio_blk rebound to $vdev"
 net_works() {
 	ip link set eth0 up
 	ip addr add 10.0.2.15/24 dev eth0 2>/dev/null
-	sum=$(wget -q -O - "http://10.0.2.2:$TB_HTTP_PORT/blob" | sha256sum | cut -d' ' -f1)
+	sum=$(blob_sha256)
 	check "$1: download through the NIC arrives intact" [ "$sum" = "$TB_NET_SHA256" ]
 }
 

@@ -9,18 +9,17 @@
 # meanwhile) counted against the packets eth0 received and sent. Buffer by
 # buffer, every received packet costs at least one unmap (a buffer each).
 # By fragment, a 32 KiB fragment holds some twenty 1.5 KiB buffers: the
-# unmaps left once two per sent packet (its descriptor table and its
-# buffers, by the list) are taken away stay under one per four received
-# packets. Rebinding also runs the driver's teardown with fragments still
+# unmaps left once at most two per sent packet are taken away (one for a
+# packet of one entry or mapped by the list with its indirect table, two
+# for one of two entries mapped page by page) stay under one per four
+# received packets. Rebinding also runs the driver's teardown with fragments still
 # mapped, and its setup again.
 . /steps/lib.sh
 param=/sys/module/virtio_net/parameters/map_rx_frags
 drv=/sys/bus/virtio/drivers/virtio_net
 check "virtio_net.map_rx_frags is there and on ($(cat $param 2>/dev/null))" \
 	[ "$(cat $param 2>/dev/null)" = Y ]
-set -- /sys/kernel/debug/virtio-iommu/*/stats
-stats=$1
-check "the virtio-iommu driver has debugfs counters" [ -e "$stats" ]
+viommu_stats_file
 vdev=$(basename "$(readlink /sys/class/net/eth0/device)")
 check "eth0 is virtio device $vdev, bound to virtio_net" [ -e "$drv/$vdev" ]
 
@@ -42,7 +41,7 @@ pass() {
 	u0=$(unmaps)
 	rx0=$(netstat rx_packets)
 	tx0=$(netstat tx_packets)
-	sum=$(wget -q -O - "http://10.0.2.2:$TB_HTTP_PORT/blob" | sha256sum | cut -d' ' -f1)
+	sum=$(blob_sha256)
 	unmapped=$(($(unmaps) - u0))
 	rx=$(($(netstat rx_packets) - rx0))
 	tx=$(($(netstat tx_packets) - tx0))

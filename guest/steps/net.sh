@@ -4,7 +4,7 @@
 # the server answers with the digest of what it received.
 . /steps/lib.sh
 net_up
-sum=$(wget -q -O - "http://10.0.2.2:$TB_HTTP_PORT/blob" | sha256sum | cut -d' ' -f1)
+sum=$(blob_sha256)
 check "download through the NIC arrives intact" [ "$sum" = "$TB_NET_SHA256" ]
 # busybox wget posts its file as a C string: send text (base64), not bytes.
 dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up

@@ -17,9 +17,7 @@ dev=/dev/vda
 reqs=$((TB_DISK_READ_MB * 16))
 check "virtio_ring.map_sg is there and on ($(cat $param 2>/dev/null))" \
 	[ "$(cat $param 2>/dev/null)" = Y ]
-set -- /sys/kernel/debug/virtio-iommu/*/stats
-stats=$1
-check "the virtio-iommu driver has debugfs counters" [ -e "$stats" ]
+viommu_stats_file
 
 unmaps() {
 	viommu_domain_sum "$stats" unmaps
