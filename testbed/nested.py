@@ -92,6 +92,9 @@ class Nested:
     # What L1's kernel logs when L0's IOMMU faults L2's edu (a key of
     # FAULT_PATTERNS): where L2's VFIO cannot hear of the fault, L1 checks it
     l1_fault: str = ""
+    # L1 first checks that QEMU refuses its VFIO edu behind the device
+    # properties whose guest would leave VFIO's copy stale (needs l2_vfio)
+    refusals: bool = False
 
 
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
@@ -115,7 +118,8 @@ VIOMMU_VFIO = Nested(
     l2_steps=("iommu-info", "vfio-edu", "viommu-stats"),
     l2_env=(("TB_FAULT_PATTERN", ""), ("TB_STRESS_EDU_OPS", "40")),
     l1_machine="q35-intel-iommu", l1_devices=("edu",),
-    l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True, l1_fault="intel-iommu")
+    l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True, l1_fault="intel-iommu",
+    refusals=True)
 # The same with AMD v1 tables: the scans step over their holes by the
 # ranges the amd-iommu model's walk gives (QEMU patch 0031)
 VIOMMU_VFIO_AMD = replace(
@@ -133,7 +137,7 @@ VIOMMU_VFIO_ARM64 = replace(
         "tables)",
     template="arm64-virtio-iommu-pt", l2_arch="arm64",
     l2_env=VIOMMU_VFIO.l2_env + (("TB_VIOMMU_INVAL_MAP", "1"),),
-    full_only=True)
+    full_only=True, refusals=False)
 
 NESTED = {n.name: n for n in (
     # pci-hotplug: an edu plugged into a root port, unplugged and plugged
@@ -344,6 +348,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
+        "TB_L2_REFUSALS": "1" if n.refusals and n.l2_vfio else "0",
         "TB_L2_HOTPLUG": "1" if "pci-hotplug" in n.l2_steps else "0",
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_ECHO_PORT": str(ECHO_PORT),

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # TAP helpers for the shell steps: ok/fail record one test each, plan ends.
+. /steps/clock.sh
 TB_N=0
 TB_FAILED=0
 echo "TAP version 13"

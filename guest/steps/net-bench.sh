@@ -10,30 +10,25 @@
 net_up
 url="http://10.0.2.2:$TB_HTTP_PORT"
 
-# now: centiseconds since boot
-now() {
-	awk '{ printf "%d\n", $1 * 100 }' /proc/uptime
-}
-
 dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
 want=$(sha256sum /tmp/up | cut -d' ' -f1)
-t0=$(now)
+t0=$(now_cs)
 wget -q -O /tmp/down "$url/blob"
-t1=$(now)
+t1=$(now_cs)
 got=$(wget -q -O - --post-file /tmp/up "$url/sink")
-t2=$(now)
+t2=$(now_cs)
 sum=$(sha256sum /tmp/down | cut -d' ' -f1)
 check "download through the NIC arrives intact" [ "$sum" = "$TB_NET_SHA256" ]
 check "upload through the NIC arrives intact" [ "$got" = "$want" ]
 n=${TB_NET_RR:-20}
 i=0
 ok=0
-t3=$(now)
+t3=$(now_cs)
 while [ "$i" -lt "$n" ]; do
 	wget -q -O /dev/null "$url/sink" --post-data x 2>/dev/null && ok=$((ok + 1))
 	i=$((i + 1))
 done
-t4=$(now)
+t4=$(now_cs)
 check "every small request answered ($ok of $n)" [ "$ok" -eq "$n" ]
 diag "netbench: down_bytes=$(wc -c < /tmp/down) down_cs=$((t1 - t0)) up_bytes=$(wc -c < /tmp/up) up_cs=$((t2 - t1)) rr=$ok rr_cs=$((t4 - t3))"
 if [ -n "$TB_NET_TCP_RR_SECONDS" ]; then

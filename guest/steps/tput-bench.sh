@@ -17,22 +17,17 @@ mb=$TB_DISK_SCRATCH_MB
 blocks=$((mb * 16))
 seek=$((TB_DISK_SCRATCH_OFF_MB * 16))
 
-# now: centiseconds since boot
-now() {
-	awk '{ printf "%d\n", $1 * 100 }' /proc/uptime
-}
-
 # The rate loops: run "$@" until TB_BENCH_SECONDS have passed; sets n (the
 # passes), took (centiseconds) and bad (passes that failed)
 timed() {
 	n=0
 	bad=0
-	t0=$(now)
-	while [ $(($(now) - t0)) -lt "$cs" ]; do
+	t0=$(now_cs)
+	while [ $(($(now_cs) - t0)) -lt "$cs" ]; do
 		"$@" || bad=$((bad + 1))
 		n=$((n + 1))
 	done
-	took=$(($(now) - t0))
+	took=$(($(now_cs) - t0))
 }
 
 # profiled PHASE CMD...: timed CMD...; with TB_KPROF set (`make
