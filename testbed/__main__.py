@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true",
                    help="sample the guest kernel during each timed pass "
                         "(build/bench/throughput-profile.txt)")
+    p.add_argument("--timeline", action="store_true",
+                   help="time each disk request's turns from QEMU's trace "
+                        "(testbed/timeline.py; the rows gain \"timeline\")")
     p.add_argument("--rounds", type=int, default=3,
                    help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
@@ -176,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_vfio_nesting.run(args.seconds, args.rounds, not args.no_build)
         elif args.cmd == "bench-throughput":
             from . import bench
-            bench.throughput(args.seconds, not args.no_build, args.rounds, args.profile)
+            bench.throughput(args.seconds, not args.no_build, args.rounds, args.profile,
+                             args.timeline)
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

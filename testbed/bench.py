@@ -44,7 +44,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from . import boot, initramfs, kernel, kunit, paths, qemu, qemu_build
+from . import boot, initramfs, kernel, kunit, paths, qemu, qemu_build, timeline
 from .scenarios import (BENCH_ROWS, BENCH_SCENARIOS, BENCH_TABLE_DRIVERS, BENCH_VHOST,
                         DRIVER_BENCH_ROWS, DRIVER_BENCH_SCENARIOS, Scenario)
 from .shell import StepError, step
@@ -702,7 +702,27 @@ def tput_row(key: tuple[str, str], result: boot.Result) -> dict:
         row[f"{what}_mb_s"] = round(v[f"{what}_mb"] * 100 / max(v[f"{what}_cs"], 1), 2)
     for what in ("net_down", "net_up"):
         row[f"{what}_mb_s"] = round(v[f"{what}_bytes"] / 1e4 / max(v[f"{what}_cs"], 1), 2)
+    # TIMELINE=1: each disk request's turns, from QEMU's timed trace
+    turns = timeline.summary(result.trace_log)
+    if turns:
+        row["timeline"] = turns
     return row
+
+
+def median_timeline(runs: list[dict]) -> dict:
+    """The rounds' disk request turns (timeline.summary()), as the median
+    of each over the rounds, and every round's in "<segment>_runs"."""
+    out: dict[str, dict] = {}
+    for kind in ("read", "write"):
+        rounds = [r["timeline"][kind] for r in runs if kind in r.get("timeline", {})]
+        if not rounds:
+            continue
+        out[kind] = {}
+        for key in rounds[0]:
+            vals = [r[key] for r in rounds]
+            out[kind][key] = median_of(vals)
+            out[kind][f"{key}_runs"] = vals
+    return out
 
 
 def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
@@ -745,6 +765,15 @@ def tput_table(rows: list[dict]) -> str:
                       for k in TPUT_RATES)
         out.append(f"{r['iommu']:10} {r['mode']:6} " +
                    " ".join(f"{r[k]:>7}" for k in TPUT_RATES) + f"   {'':14} {vs}")
+    if any("timeline" in r for r in rows):
+        out += ["", f"{'iommu':10} {'mode':6} {'disk':5} " +
+                " ".join(f"{k:>9}" for k in timeline.SEGMENTS) +
+                f" {'iommu req':>9}   medians, microseconds a 64 KiB request"]
+        for r in rows:
+            for kind, t in r.get("timeline", {}).items():
+                out.append(f"{r['iommu']:10} {r['mode']:6} {kind:5} " +
+                           " ".join(f"{t[k]:>9}" for k in timeline.SEGMENTS) +
+                           f" {t['iommu_requests']:>9}")
     return "\n".join(out)
 
 
@@ -765,26 +794,41 @@ def below_goal(rows: list[dict]) -> list[str]:
 
 
 def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
-               profile: bool = False) -> Path:
+               profile: bool = False, turns: bool = False) -> Path:
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
     kernel, one QEMU binary, the rows booted in turn @rounds times, medians
     (issue 18, section 5). With @profile, the guest also samples its kernel
     during each timed pass (which costs the rates a little): every round's
-    profile goes to build/bench/throughput-profile.txt."""
+    profile goes to build/bench/throughput-profile.txt. With @turns, QEMU
+    traces the disk with timestamps (which costs the rates a little) and
+    each row gains "timeline": where a disk request's time went, in the
+    guest and in QEMU (testbed/timeline.py), medians and every round."""
     from .scenarios import TPUT_SCENARIOS
     env = {"TB_BENCH_SECONDS": str(seconds), **({"TB_KPROF": "1"} if profile else {})}
-    runs = [(key, dataclasses.replace(sc, env={**sc.env, **env},
-                                      timeout_s=4 * seconds + 240))
-            for key, sc in TPUT_SCENARIOS.items()]
+
+    def timed(sc: Scenario) -> Scenario:
+        sc = dataclasses.replace(sc, env={**sc.env, **env}, timeout_s=4 * seconds + 240)
+        if turns:
+            sc = dataclasses.replace(sc, extra_trace=sc.extra_trace + timeline.EVENTS,
+                                     trace_times=True)
+        return sc
+
+    runs = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items()]
     if build:
         qemu_build.build()
     measured, errors = measure_rounds(runs, tput_row, 1, seconds, rounds, build,
                                       prepare=lambda sc, threads, secs: sc)
     if profile:
         write_profiles(measured)
-    rows = [median_row(measured[key], TPUT_RATES, TPUT_RATES)
-            for key, _ in runs if key in measured]
+    rows = []
+    for key, _ in runs:
+        if key in measured:
+            turns_ = median_timeline(measured[key])
+            rows.append(median_row([{k: v for k, v in r.items() if k != "timeline"}
+                                    for r in measured[key]], TPUT_RATES, TPUT_RATES))
+            if turns_:
+                rows[-1]["timeline"] = turns_
     add_tput_ratios(rows)
     out = write_rows("throughput.json", rows, tput_table, errors, 1, seconds)
     for line in below_goal(rows):

@@ -168,7 +168,8 @@ def run_scenario(name: str | Scenario) -> Result:
     trace_log.unlink(missing_ok=True)
     guest = qemu.Guest(kernel=target.image_path, initrd=initrd, append=kernel_append(sc),
                        console_log=log, devices=sc.devices, disk=disk,
-                       transport=sc.transport, trace=sc.trace, trace_log=trace_log)
+                       transport=sc.transport, trace=sc.trace, trace_log=trace_log,
+                       trace_times=sc.trace_times)
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
 

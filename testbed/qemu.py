@@ -148,6 +148,7 @@ class Guest:
     cpus: int = 2
     trace: tuple[str, ...] = ()     # QEMU trace events to record
     trace_log: Path | None = None
+    trace_times: bool = False       # -msg timestamp=on: the trace's lines timed
 
 
 def _virtio(m: Machine, g: Guest, kind: str, extra: str) -> str:
@@ -229,4 +230,6 @@ def command(m: Machine, g: Guest) -> list[str]:
         for event in g.trace:
             cmd += ["-trace", f"enable={event}"]
         cmd += ["-D", str(g.trace_log)]
+        if g.trace_times:
+            cmd += ["-msg", "timestamp=on"]
     return cmd

@@ -87,6 +87,7 @@ class Scenario:
     timeout_s: int = 240
     env: dict = field(default_factory=dict)
     extra_trace: tuple[str, ...] = ()
+    trace_times: bool = False       # each trace line stamped (-msg timestamp=on)
     transport: str = "pci"          # of the virtio disk and NIC: "pci" or "mmio"
     # Booted by `make check-full` only: CI's `make check` must finish within
     # its time on a fresh machine (README), and these need kernels that no

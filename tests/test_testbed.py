@@ -524,6 +524,51 @@ def test_bench_throughput_ratios_and_goal():
                      [f"pt-posted {k}, round 2: 0.89x" for k in bench.TPUT_RATES])
 
 
+def test_timeline_splits_each_disk_request_into_turns(tmp_path):
+    """TIMELINE=1: QEMU's timed trace of the disk read as a chain of
+    requests; each one followed by one of the same direction splits into
+    QEMU's turns (notification to pop, pop to completion) and the guest's
+    (completion to next notification), with the virtio-iommu requests
+    served in the guest's turn; other devices' events, a request without a
+    successor of its direction, and lines without a time are left out."""
+    from testbed import bench, timeline
+
+    blk, net = "0x55aa00", "0x55bb00"
+    lines = [
+        "virtio_queue_notify vdev 0x55aa00 n 0 vq 0x1",     # untimed
+        f"7@100.000000:virtio_queue_notify vdev {blk} n 0 vq 0x1",
+        f"7@100.000010:virtio_blk_handle_read vdev {blk} req 0x9 sector 0 nsectors 128",
+        f"7@100.000040:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
+        f"8@100.000050:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
+        f"8@100.000060:virtio_queue_notify vdev {net} n 1 vq 0x2",
+        f"8@100.000070:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
+        f"8@100.000140:virtio_queue_notify vdev {blk} n 0 vq 0x1",
+        f"7@100.000146:virtio_blk_handle_read vdev {blk} req 0x9 sector 128 nsectors 128",
+        f"7@100.000176:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
+        f"8@100.000300:virtio_queue_notify vdev {blk} n 0 vq 0x1",
+        f"7@100.000302:virtio_blk_handle_read vdev {blk} req 0x9 sector 256 nsectors 128",
+        f"7@100.000330:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
+        f"8@100.000400:virtio_queue_notify vdev {blk} n 0 vq 0x1",
+        f"7@100.000401:virtio_blk_handle_write vdev {blk} req 0x9 sector 0 nsectors 128",
+        f"7@100.000450:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
+    ]
+    trace = tmp_path / "trace"
+    trace.write_text("\n".join(lines) + "\n")
+    reads = timeline.chains(timeline.events(trace.read_text()))["read"]
+    assert reads == [
+        {"pop_us": 10, "io_us": 30, "guest_us": 100, "cycle_us": 140, "iommu_requests": 2},
+        {"pop_us": 6, "io_us": 30, "guest_us": 124, "cycle_us": 160, "iommu_requests": 0}]
+    got = timeline.summary(trace)
+    assert got == {"read": {"pop_us": 8, "io_us": 30, "guest_us": 112, "cycle_us": 150,
+                            "iommu_requests": 1, "requests": 2}}
+    assert timeline.summary(tmp_path / "missing") == {}
+    # The rounds' medians, every round kept
+    med = bench.median_timeline([{"timeline": got}, {"timeline": {}},
+                                 {"timeline": {"read": {**got["read"], "pop_us": 12}}}])
+    assert med["read"]["pop_us"] == 10 and med["read"]["pop_us_runs"] == [8, 12]
+    assert "write" not in med
+
+
 def test_bench_vhost_guest_rows_and_ratios():
     from testbed import bench_nested as bn
     line = ("netbench: down_bytes=4194304 down_cs=200 up_bytes=1048576 "
