@@ -59,14 +59,12 @@ fi
 
 # admitted PROPS: QEMU builds a machine with the edu assigned (VFIO) behind
 # virtio-iommu-pci,PROPS and ends on the monitor's quit (0), or refuses it
-# (1, its reason in /tmp/admit.log). With boot-bypass=off the edu's
-# address space is the IOMMU's from the start, so VFIO asks the device for
-# its notifier while the edu is realized, not when L2's driver attaches.
+# (1, its reason in /tmp/admit.log)
 admitted() {
 	echo quit | timeout 300 "$TB_L2_QEMU" -L /usr/share/qemu \
 		-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
 		-m 64 -nodefaults -display none -S -monitor stdio \
-		-device "virtio-iommu-pci,boot-bypass=off,$1" \
+		-device "virtio-iommu-pci,$1" \
 		-device "vfio-pci,host=$bdf" > /tmp/admit.log 2>&1
 	rc=$?
 	diag "virtio-iommu-pci,$1 with VFIO: exit $rc $(grep -m 1 'virtio-iommu with' /tmp/admit.log)"
@@ -81,8 +79,13 @@ refused() {
 # TB_L2_REFUSALS=1: a device that keeps translations of its own (VFIO's
 # container) has its IOMMU notifier refused by a virtio-iommu whose guest
 # would not tell it of every change (QEMU patches 0032, 0035, 0036): QEMU
-# ends with the reason instead of letting the copy go stale. The control:
-# the configuration this scenario's L2 runs with is admitted.
+# ends with the reason instead of letting the copy go stale. With
+# boot-bypass=on (the default) the device refuses the edu once the machine
+# is built (patch 0037), before the guest could attach it; with
+# boot-bypass=off the edu's address space is the IOMMU's from the start,
+# so VFIO asks for its notifier while the edu is realized, and the
+# notifier's own refusal answers. The control: the configuration this
+# scenario's L2 runs with is admitted.
 if [ "$TB_L2_REFUSALS" = 1 ]; then
 	check "QEMU admits VFIO behind attach-table=on,attach-table-inval-map=on" \
 		admitted attach-table=on,attach-table-inval-map=on
@@ -94,6 +97,9 @@ if [ "$TB_L2_REFUSALS" = 1 ]; then
 	check "QEMU refuses VFIO behind attach-table-posted-inval=on (INVALIDATEs unnotified)" \
 		refused attach-table=on,attach-table-posted-inval=on \
 		'attach-table-posted-inval=on lets'
+	check "with boot-bypass=off, the notifier's refusal fails the edu's realize" \
+		refused boot-bypass=off,attach-table=on,attach-table-no-cache=on \
+		'vfio-pci,host=.*attach-table-no-cache=on tells'
 fi
 # The kernel device's own counters and endpoints (debugfs) go with its file
 # when QEMU exits, and the endpoints with the reset when L2 powers off:
