@@ -824,11 +824,12 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
     rows = []
     for key, _ in runs:
         if key in measured:
+            row = median_row(measured[key], TPUT_RATES, TPUT_RATES)
+            row.pop("timeline", None)   # the first round's: the row has medians
             turns_ = median_timeline(measured[key])
-            rows.append(median_row([{k: v for k, v in r.items() if k != "timeline"}
-                                    for r in measured[key]], TPUT_RATES, TPUT_RATES))
             if turns_:
-                rows[-1]["timeline"] = turns_
+                row["timeline"] = turns_
+            rows.append(row)
     add_tput_ratios(rows)
     out = write_rows("throughput.json", rows, tput_table, errors, 1, seconds)
     for line in below_goal(rows):
