@@ -95,6 +95,9 @@ class Nested:
     # L1 first checks that QEMU refuses its VFIO edu behind the device
     # properties whose guest would leave VFIO's copy stale (needs l2_vfio)
     refusals: bool = False
+    # The device's reason, when it refuses vhost-net's IOTLB notifier: L1
+    # checks that vhost-net fell back on userspace virtio (QEMU patch 0039)
+    vhost_refused: str = ""
 
 
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
@@ -192,6 +195,20 @@ NESTED = {n.name: n for n in (
            l1_append=VFIO_UNSAFE_IRQS, l2_vfio=True),
     VIOMMU_VFIO,
     VIOMMU_VFIO_AMD,
+    # A device whose guest leaves INVALIDATEs unnotified refuses vhost-net's
+    # IOTLB notifier: vhost-net's start fails and virtio-net moves the
+    # NIC's data in QEMU (QEMU patch 0039); before, QEMU ended as L2's
+    # driver started the NIC
+    Nested("x86_64-nested-viommu-vhost-fallback",
+           "L2 behind QEMU's own virtio-iommu-pci serving posted INVALIDATEs "
+           "(attach-table=on,attach-table-posted-inval=on), strict, its NIC "
+           "on vhost-net: the device refuses vhost's IOTLB notifier, vhost-net "
+           "falls back on userspace virtio, the disk and NIC data checks pass",
+           "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on", False,
+           template="x86_64-virtio-iommu-pt", l2_append="iommu.strict=1",
+           l2_steps=("iommu-info", "blk", "net", "viommu-stats"),
+           l2_env=(("TB_VIOMMU_DOMAIN", "dma-strict"), ("TB_VIOMMU_POSTED_INVAL", "1")),
+           vhost_refused="attach-table-posted-inval=on lets"),
     VIOMMU_VFIO_ARM64,
     Nested("x86_64-nested-viommu",
            "the reference: the same L2 behind QEMU's own virtio-iommu, "
@@ -349,6 +366,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_RESET_AFTER": n.reset_after,
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
         "TB_L2_REFUSALS": "1" if n.refusals and n.l2_vfio else "0",
+        "TB_L2_VHOST_REFUSED": n.vhost_refused,
         "TB_L2_HOTPLUG": "1" if "pci-hotplug" in n.l2_steps else "0",
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_ECHO_PORT": str(ECHO_PORT),

@@ -189,11 +189,32 @@ check "L2 powered off after its steps" grep -q '^TB-DONE' /tmp/l2.log
 # init (an attach) that the host's page sizes are not the device's (the
 # granule is the same, or it would refuse). Nothing else may come: no
 # vhost-net fallback to userspace, no vring error, no VFIO map error
-check "QEMU reported no error (no vhost fallback, no vring error, no VFIO error)" \
-	[ -z "$(grep -v -e 'virtio_iommu_translate no mapping for' \
-		-e 'vfio: Cannot reset device .*, no available reset mechanism' \
-		-e 'warning: virtio-iommu page mask 0x[0-9a-f]* does not match' \
-		/tmp/l2.err)" ]
+cat > /tmp/l2.expected <<'LIST'
+virtio_iommu_translate no mapping for
+vfio: Cannot reset device .*, no available reset mechanism
+warning: virtio-iommu page mask 0x[0-9a-f]* does not match
+LIST
+# TB_L2_VHOST_REFUSED=<the device's reason>: the IOMMU refuses vhost-net's
+# IOTLB notifier, as it would not tell it of every unmap; vhost-net fails
+# to start and virtio-net serves the NIC in QEMU, where translations stay
+# right (QEMU patch 0039; QEMU ended before). The NIC's data checks in L2
+# and L1's upload check prove the fallback moves data.
+if [ -n "$TB_L2_VHOST_REFUSED" ]; then
+	check "QEMU refused vhost-net's IOTLB notifier, with the device's reason" \
+		grep -q "vhost: the IOMMU refuses the device's IOTLB notifier: .*$TB_L2_VHOST_REFUSED" \
+		/tmp/l2.err
+	check "vhost-net fell back on userspace virtio, QEMU kept running" \
+		grep -q 'unable to start vhost net: .*falling back on userspace virtio' \
+		/tmp/l2.err
+	cat >> /tmp/l2.expected <<'LIST'
+vhost: the IOMMU refuses the device's IOTLB notifier:
+unable to start vhost net: .*falling back on userspace virtio
+LIST
+	what="no other error: no vring error, no VFIO error"
+else
+	what="no error: no vhost fallback, no vring error, no VFIO error"
+fi
+check "QEMU reported $what" [ -z "$(grep -v -f /tmp/l2.expected /tmp/l2.err)" ]
 # The disk's write region holds what L2 said it wrote
 want=$(sed -n 's/^# disk-write-sha256 //p' /tmp/l2.log | tr -d '\r' | tail -n 1)
 got=$(dd if=/l2/disk.img bs=1M skip="$TB_DISK_READ_MB" \
