@@ -808,7 +808,8 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
     env = {"TB_BENCH_SECONDS": str(seconds), **({"TB_KPROF": "1"} if profile else {})}
 
     def timed(sc: Scenario) -> Scenario:
-        sc = dataclasses.replace(sc, env={**sc.env, **env}, timeout_s=4 * seconds + 240)
+        sc = dataclasses.replace(sc, env={**sc.env, **env}, timeout_s=4 * seconds + 240,
+                                 device_trace=False)
         if turns:
             sc = dataclasses.replace(sc, extra_trace=sc.extra_trace + timeline.EVENTS,
                                      trace_times=True)

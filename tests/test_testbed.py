@@ -660,3 +660,18 @@ def test_bench_nested_rows_and_ratios():
     # a path missing a round is an error, not a shorter median
     with pytest.raises(Exception):
         bn.rows_of("amd-iommu", diags[:5], 2)
+
+
+def test_device_trace_off_leaves_only_the_scenarios_own_events():
+    """A benchmark row that counts no request boots QEMU without the
+    virtio-iommu request trace: each traced request is a write to the log,
+    which the rows that send more (MAP/UNMAP mode) would pay in their rates."""
+    import dataclasses
+
+    from testbed.scenarios import TPUT_SCENARIOS, VIRTIO_IOMMU_TRACE
+
+    sc = TPUT_SCENARIOS[("map-unmap", "strict")]
+    assert set(VIRTIO_IOMMU_TRACE) <= set(sc.trace)
+    assert dataclasses.replace(sc, device_trace=False).trace == ()
+    timed = dataclasses.replace(sc, device_trace=False, extra_trace=("virtio_queue_notify",))
+    assert timed.trace == ("virtio_queue_notify",)
