@@ -76,16 +76,38 @@ refused() {
 	! admitted "$1" && grep -q -e "$2" /tmp/admit.log
 }
 
+# hotplugged PROPS: the machine built and paused, the monitor plugs the edu
+# into a root port behind virtio-iommu-pci,PROPS; QEMU goes on to the
+# monitor's quit (0), and the machine's peripherals list the edu (hp0) if it was
+# admitted. The reason of a refusal is in /tmp/admit.log.
+hotplugged() {
+	printf 'device_add vfio-pci,host=%s,bus=rp1,id=hp0\nqom-list /machine/peripheral\nquit\n' "$bdf" |
+		timeout 300 "$TB_L2_QEMU" -L /usr/share/qemu \
+		-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
+		-m 64 -nodefaults -display none -S -monitor stdio \
+		-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 \
+		-device "virtio-iommu-pci,$1" > /tmp/admit.log 2>&1
+	rc=$?
+	diag "hotplug behind virtio-iommu-pci,$1: exit $rc $(grep -m 1 -e 'Error' /tmp/admit.log)"
+	[ "$rc" -eq 0 ] && grep -q 'hp0 (child<vfio-pci>)' /tmp/admit.log
+}
+
+# hotplug_refused PROPS REASON: the plug fails with REASON, QEMU runs on
+hotplug_refused() {
+	! hotplugged "$1" && grep -q 'quit' /tmp/admit.log &&
+		grep -q -e "$2" /tmp/admit.log
+}
+
 # TB_L2_REFUSALS=1: a device that keeps translations of its own (VFIO's
 # container) has its IOMMU notifier refused by a virtio-iommu whose guest
 # would not tell it of every change (QEMU patches 0032, 0035, 0036): QEMU
 # ends with the reason instead of letting the copy go stale. With
-# boot-bypass=on (the default) the device refuses the edu once the machine
-# is built (patch 0037), before the guest could attach it; with
-# boot-bypass=off the edu's address space is the IOMMU's from the start,
-# so VFIO asks for its notifier while the edu is realized, and the
-# notifier's own refusal answers. The control: the configuration this
-# scenario's L2 runs with is admitted.
+# boot-bypass=on (the default) VFIO would ask for its notifier only when
+# the guest attaches the edu, so it asks the IOMMU while the edu is
+# realized (patch 0037), cold-plugged or hotplugged; with boot-bypass=off
+# the edu's address space is the IOMMU's from the start, and the answer is
+# the same. The controls: the configuration this scenario's L2 runs with
+# is admitted, cold-plugged and hotplugged.
 if [ "$TB_L2_REFUSALS" = 1 ]; then
 	check "QEMU admits VFIO behind attach-table=on,attach-table-inval-map=on" \
 		admitted attach-table=on,attach-table-inval-map=on
@@ -97,9 +119,14 @@ if [ "$TB_L2_REFUSALS" = 1 ]; then
 	check "QEMU refuses VFIO behind attach-table-posted-inval=on (INVALIDATEs unnotified)" \
 		refused attach-table=on,attach-table-posted-inval=on \
 		'attach-table-posted-inval=on lets'
-	check "with boot-bypass=off, the notifier's refusal fails the edu's realize" \
+	check "with boot-bypass=off, the refusal fails the edu's realize" \
 		refused boot-bypass=off,attach-table=on,attach-table-no-cache=on \
 		'vfio-pci,host=.*attach-table-no-cache=on tells'
+	check "QEMU admits the edu hotplugged behind attach-table-inval-map=on" \
+		hotplugged attach-table=on,attach-table-inval-map=on
+	check "QEMU refuses the edu hotplugged behind attach-table-posted-inval=on, and runs on" \
+		hotplug_refused attach-table=on,attach-table-posted-inval=on \
+		'attach-table-posted-inval=on lets'
 fi
 # The kernel device's own counters and endpoints (debugfs) go with its file
 # when QEMU exits, and the endpoints with the reset when L2 powers off:
