@@ -57,16 +57,24 @@ if [ "$TB_L2_VFIO" = 1 ]; then
 	edu="-device vfio-pci,host=$bdf"
 fi
 
+# paused MONITOR-INPUT QEMU-ARGS...: QEMU builds a small machine, paused,
+# runs the monitor commands on its stdin and ends on their quit (its exit
+# status in $rc, its output in /tmp/admit.log)
+paused() {
+	input=$1
+	shift
+	printf '%b' "$input" | timeout 300 "$TB_L2_QEMU" -L /usr/share/qemu \
+		-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
+		-m 64 -nodefaults -display none -S -monitor stdio "$@" \
+		> /tmp/admit.log 2>&1
+	rc=$?
+}
+
 # admitted PROPS: QEMU builds a machine with the edu assigned (VFIO) behind
 # virtio-iommu-pci,PROPS and ends on the monitor's quit (0), or refuses it
 # (1, its reason in /tmp/admit.log)
 admitted() {
-	echo quit | timeout 300 "$TB_L2_QEMU" -L /usr/share/qemu \
-		-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
-		-m 64 -nodefaults -display none -S -monitor stdio \
-		-device "virtio-iommu-pci,$1" \
-		-device "vfio-pci,host=$bdf" > /tmp/admit.log 2>&1
-	rc=$?
+	paused 'quit\n' -device "virtio-iommu-pci,$1" -device "vfio-pci,host=$bdf"
 	diag "virtio-iommu-pci,$1 with VFIO: exit $rc $(grep -m 1 'virtio-iommu with' /tmp/admit.log)"
 	return $rc
 }
@@ -78,24 +86,20 @@ refused() {
 
 # hotplugged PROPS: the machine built and paused, the monitor plugs the edu
 # into a root port behind virtio-iommu-pci,PROPS; QEMU goes on to the
-# monitor's quit (0), and the machine's peripherals list the edu (hp0) if it was
-# admitted. The reason of a refusal is in /tmp/admit.log.
+# monitor's quit (0), and the machine's peripherals list the edu (hp0) if
+# it was admitted. The reason of a refusal is in /tmp/admit.log.
 hotplugged() {
-	printf 'device_add vfio-pci,host=%s,bus=rp1,id=hp0\nqom-list /machine/peripheral\nquit\n' "$bdf" |
-		timeout 300 "$TB_L2_QEMU" -L /usr/share/qemu \
-		-L /usr/share/seabios -machine "$TB_L2_MACHINE" -accel tcg \
-		-m 64 -nodefaults -display none -S -monitor stdio \
+	paused "device_add vfio-pci,host=$bdf,bus=rp1,id=hp0\nqom-list /machine/peripheral\nquit\n" \
 		-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1 \
-		-device "virtio-iommu-pci,$1" > /tmp/admit.log 2>&1
-	rc=$?
+		-device "virtio-iommu-pci,$1"
 	diag "hotplug behind virtio-iommu-pci,$1: exit $rc $(grep -m 1 -e 'Error' /tmp/admit.log)"
 	[ "$rc" -eq 0 ] && grep -q 'hp0 (child<vfio-pci>)' /tmp/admit.log
 }
 
-# hotplug_refused PROPS REASON: the plug fails with REASON, QEMU runs on
+# hotplug_refused PROPS REASON: the plug fails with REASON, and QEMU runs on
+# to the monitor's quit (0)
 hotplug_refused() {
-	! hotplugged "$1" && grep -q 'quit' /tmp/admit.log &&
-		grep -q -e "$2" /tmp/admit.log
+	! hotplugged "$1" && [ "$rc" -eq 0 ] && grep -q -e "$2" /tmp/admit.log
 }
 
 # TB_L2_REFUSALS=1: a device that keeps translations of its own (VFIO's
