@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Benchmarks: run them, collect their lines, write build/bench/<name>.json.
 
-`make bench-viommu` boots the DMA map benchmark scenarios (BENCH_SCENARIOS:
+`make bench-viommu` boots the DMA map benchmark scenarios (BENCH_ROW_SCENARIOS:
 6.12's virtio-iommu driver, ours, and ours with kick combining on, ours in
 page-table mode and in MAP/UNMAP mode behind the patched device that walks
 tables, strict and lazy, and no IOMMU) and
@@ -45,7 +45,8 @@ from collections import Counter
 from pathlib import Path
 
 from . import boot, initramfs, kernel, kunit, paths, qemu, qemu_build, timeline
-from .scenarios import (BENCH_ROWS, BENCH_SCENARIOS, BENCH_TABLE_DRIVERS, BENCH_VHOST,
+from .scenarios import (BENCH_COUNT_SCENARIOS, BENCH_ROW_SCENARIOS, BENCH_ROWS,
+                        BENCH_TABLE_DRIVERS, BENCH_VHOST,
                         DRIVER_BENCH_ROWS, DRIVER_BENCH_SCENARIOS, Scenario)
 from .shell import StepError, step
 
@@ -203,55 +204,75 @@ def latencies(name: str, diags: list[str], log: Path) -> dict:
     return lat
 
 
-def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
-    """One row of viommu.json from a finished benchmark boot."""
-    name = result.scenario.name
+def bench_diags(result: boot.Result) -> list[str]:
+    """The dma-bench step's lines of a finished benchmark boot."""
     bench = result.console.steps.get("dma-bench")
     if not result.ok or not bench:
-        raise StepError(f"{name} failed:\n{result.summary()}")
-    diags = bench.diagnostics()
+        raise StepError(f"{result.scenario.name} failed:\n{result.summary()}")
+    return bench.diagnostics()
+
+
+def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
+    """One row of viommu.json from a finished, untraced benchmark boot: the
+    times, and our driver's own counts. 6.12's counts come from the row's
+    counting boot (count_row(), merged by add_counts())."""
+    name = result.scenario.name
+    diags = bench_diags(result)
     lat = latencies(name, diags, result.log)
     row = {"driver": driver, "mode": mode, "map_ns": lat["map"], "unmap_ns": lat["unmap"],
            "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
-    if driver == "none":
+    if driver in ("none", "6.12"):
         return row
-    if driver in BENCH_TABLE_DRIVERS:
-        return pt_row(row, name, diags, result.log)
-    ep = next((int(m["ep"]) for m in map(ENDPOINT.search, diags) if m), None)
-    if ep is None or not result.trace_log:
-        raise StepError(f"{name}: no endpoint ID or no QEMU trace ({result.log})")
-    qemu_counts = trace_counts(result.trace_log.read_text(errors="replace"), ep)
-    pairs = qemu_counts["pairs"]
-    # The headline comes from the driver's counters where it has them (ours),
-    # else from QEMU's trace (6.12); QEMU's view is kept for both.
-    ours = driver.startswith("ours")
-    counts = driver_counts(diags) if ours else qemu_counts
-    if counts is None:
-        raise StepError(f"{name}: no driver counters in the console ({result.log})")
-    row.update(requests_per_1k_maps=per_1k(counts["requests"], pairs),
-               kicks_per_1k_maps=per_1k(counts["kicks"], pairs),
-               pairs=pairs, counted_by="driver" if ours else "qemu-trace",
-               qemu_requests_per_1k_maps=per_1k(qemu_counts["requests"], pairs),
-               qemu_kicks_per_1k_maps=per_1k(qemu_counts["kicks"], pairs))
-    return row
+    return counted_by_driver(row, name, diags, result.log,
+                             table=driver in BENCH_TABLE_DRIVERS)
 
 
-def pt_row(row: dict, name: str, diags: list[str], log: Path) -> dict:
-    """A page-table mode row: QEMU's trace has no MAP to count pairs by (the
-    device walks the table), so the driver's counters give all: pairs are its
-    map_pages() calls (one page each, -g 1; the benchmark device is the only
-    one mapping), requests every request it sent, INVALIDATEs among them."""
+def counted_by_driver(row: dict, name: str, diags: list[str], log: Path,
+                      table: bool = False) -> dict:
+    """@row with our driver's counts over the benchmark: pairs are its
+    map_pages() calls (one page each, -g 1; the benchmark device is the
+    only one mapping), requests every request it sent, kicks its
+    notifications. In page-table mode (@table) a MAP request is an error,
+    not a row, and the INVALIDATEs among the requests are given too."""
     counts = driver_counts(diags)
     if not counts or not counts["pairs"]:
         raise StepError(f"{name}: no driver counters or no maps counted ({log})")
-    if counts["maps"]:
+    if table and counts["maps"]:
         raise StepError(f"{name}: {counts['maps']} MAP requests in page-table mode ({log})")
     pairs = counts["pairs"]
     row.update(requests_per_1k_maps=per_1k(counts["requests"], pairs),
                kicks_per_1k_maps=per_1k(counts["kicks"], pairs),
-               invalidates_per_1k_maps=per_1k(counts["invalidates"], pairs),
                pairs=pairs, counted_by="driver")
+    if table:
+        row["invalidates_per_1k_maps"] = per_1k(counts["invalidates"], pairs)
     return row
+
+
+def count_row(driver: str, mode: str, result: boot.Result) -> dict:
+    """What QEMU's trace counted in a row's counting boot (its times are
+    not used: each traced line costs the boot about 1.3 us)."""
+    name = result.scenario.name
+    diags = bench_diags(result)
+    ep = next((int(m["ep"]) for m in map(ENDPOINT.search, diags) if m), None)
+    if ep is None or not result.trace_log:
+        raise StepError(f"{name}: no endpoint ID or no QEMU trace ({result.log})")
+    counts = trace_counts(result.trace_log.read_text(errors="replace"), ep)
+    pairs = counts["pairs"]
+    return {"driver": driver, "mode": mode, "pairs": pairs,
+            "requests_per_1k_maps": per_1k(counts["requests"], pairs),
+            "kicks_per_1k_maps": per_1k(counts["kicks"], pairs)}
+
+
+def add_counts(row: dict, counted: dict) -> None:
+    """Merge a row's counting boots (the median_row() of count_row()s) into
+    it: the headline counts for 6.12, QEMU's view beside our driver's own."""
+    prefix = "" if row["driver"] == "6.12" else "qemu_"
+    for key in ("requests_per_1k_maps", "kicks_per_1k_maps"):
+        row[prefix + key] = counted[key]
+    row[prefix + "kicks_per_1k_maps_runs"] = counted["kicks_per_1k_maps_runs"]
+    row[prefix + "pairs_counted"] = counted["pairs"]
+    if not prefix:
+        row["counted_by"] = "qemu-trace"
 
 
 def viommu_table(rows: list[dict]) -> str:
@@ -283,15 +304,32 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
 
     The rows' scenarios boot in turn, @rounds times over, and each row is
     the median of its boots (see drivers()): the request and kick counts
-    vary with how the two threads interleave, the times with TCG.
+    vary with how the two threads interleave, the times with TCG. The
+    timed boots run untraced; a row of BENCH_COUNTED boots a second time
+    in each round, right after, with QEMU tracing its requests and kicks
+    (see scenarios.BENCH_COUNTED), and only those counts are taken from it.
     """
-    scenarios = [sc for sc in BENCH_SCENARIOS.values() if sc.name.startswith("bench-viommu-")]
-    runs = [(key, sc) for key, sc in zip(BENCH_ROWS, scenarios)]
-    if build and any(qemu.MACHINES[sc.machine].patched for sc in scenarios):
+    runs = []
+    for key in BENCH_ROWS:
+        runs.append((key, BENCH_ROW_SCENARIOS[key]))
+        if key in BENCH_COUNT_SCENARIOS:
+            runs.append(((*key, "counted"), BENCH_COUNT_SCENARIOS[key]))
+    if build and any(qemu.MACHINES[sc.machine].patched for _, sc in runs):
         qemu_build.build()
-    measured, errors = measure_rounds(runs, lambda key, result: viommu_row(*key, result),
-                                      threads, seconds, rounds, build)
-    rows = [median_row(measured[key], VIOMMU_MEDIANS) for key, _ in runs if key in measured]
+
+    def row_of(key: tuple, result: boot.Result) -> dict:
+        return count_row(*key[:2], result) if len(key) == 3 else viommu_row(*key, result)
+
+    measured, errors = measure_rounds(runs, row_of, threads, seconds, rounds, build)
+    rows = []
+    for key in BENCH_ROWS:
+        if key not in measured:
+            continue
+        row = median_row(measured[key], VIOMMU_MEDIANS)
+        counted = measured.get((*key, "counted"))
+        if counted:
+            add_counts(row, median_row(counted, VIOMMU_MEDIANS))
+        rows.append(row)
     for row in rows:
         add_paired_ratios(row, rows)
     out = write_rows("viommu.json", rows, viommu_table, errors, threads, seconds)
@@ -574,6 +612,8 @@ MMIO_LINE = re.compile(r"bench-mmio: (?P<mode>rr|randread) ops=(?P<ops>\d+) "
 # virtio-mmio registers whose accesses the benchmark counts (QEMU's trace)
 MMIO_TRAPS = {"status_reads": ("read", 0x60), "acks": ("write", 0x64),
               "notifies": ("write", 0x50)}
+# A counting boot's seconds of each test (at most the timed boots')
+MMIO_COUNT_SECONDS = 3
 MMIO_MEDIANS = ("rr_per_s", "randread_per_s", "irqs_per_rr", "irqs_per_read",
                 "traps_per_request", "status_reads", "acks", "notifies", "msis")
 
@@ -600,7 +640,8 @@ def mmio_trace_counts(text: str) -> dict:
     return counts
 
 
-def mmio_row(row: str, result: boot.Result) -> dict:
+def mmio_lines(result: boot.Result) -> dict[str, tuple[int, float, int]]:
+    """The mmio-bench step's (operations, seconds, interrupts) per mode."""
     # The disk check of the host does not apply: the step writes nothing
     step_ = result.console.steps.get("mmio-bench")
     if not step_ or not step_.ok or result.timed_out:
@@ -611,13 +652,25 @@ def mmio_row(row: str, result: boot.Result) -> dict:
             got[m["mode"]] = (int(m["ops"]), float(m["seconds"]), int(m["irqs"]))
     if set(got) != {"rr", "randread"}:
         raise StepError(f"{result.scenario.name}: no line for {set(('rr', 'randread')) - set(got)}")
+    return got
+
+
+def mmio_row(row: str, result: boot.Result) -> dict:
+    """A row's rates and interrupts from an untraced, timed boot."""
+    got = mmio_lines(result)
     (rr, rr_s, rr_irqs), (rd, rd_s, rd_irqs) = got["rr"], got["randread"]
+    return {"row": row, "rr_per_s": round(rr / rr_s), "randread_per_s": round(rd / rd_s),
+            "irqs_per_rr": round(rr_irqs / rr, 2), "irqs_per_read": round(rd_irqs / rd, 2)}
+
+
+def mmio_count_row(row: str, result: boot.Result) -> dict:
+    """The register accesses and MSIs QEMU traced in a row's counting boot,
+    and the traps a request of that boot cost."""
+    got = mmio_lines(result)
     trace = result.trace_log.read_text(errors="replace") if result.trace_log else ""
     traps = mmio_trace_counts(trace)
-    requests = rr + rd
-    return {"row": row, "rr_per_s": round(rr / rr_s), "randread_per_s": round(rd / rd_s),
-            "irqs_per_rr": round(rr_irqs / rr, 2), "irqs_per_read": round(rd_irqs / rd, 2),
-            **traps,
+    requests = got["rr"][0] + got["randread"][0]
+    return {"row": row, **traps,
             "traps_per_request": round(sum(traps[k] for k in MMIO_TRAPS) / requests, 2)}
 
 
@@ -628,8 +681,9 @@ def mmio_table(rows: list[dict]) -> str:
            f"{'status':>7} {'acks':>7} {'notify':>7} {'traps/req':>9}"]
     for r in rows:
         out.append(f"{r['row']:19} {r['rr_per_s']:>7} {r['randread_per_s']:>8} "
-                   f"{r['irqs_per_rr']:>7} {r['irqs_per_read']:>8} {r['status_reads']:>7} "
-                   f"{r['acks']:>7} {r['notifies']:>7} {r['traps_per_request']:>9}")
+                   f"{r['irqs_per_rr']:>7} {r['irqs_per_read']:>8} "
+                   f"{r.get('status_reads', '-'):>7} {r.get('acks', '-'):>7} "
+                   f"{r.get('notifies', '-'):>7} {r.get('traps_per_request', '-'):>9}")
     # the ratios within each machine (its rows' prefix)
     pairs = (("mmio-msi", "pci"), ("mmio-msi", "mmio-wired"),
              ("mmio-msi-shared", "pci"), ("mmio-msi-shared", "mmio-wired"))
@@ -640,6 +694,8 @@ def mmio_table(rows: list[dict]) -> str:
                 out.append(f"{prefix}{row} / {prefix}{other}: round trips "
                            f"{a['rr_per_s'] / b['rr_per_s']:.2f}x, random reads "
                            f"{a['randread_per_s'] / b['randread_per_s']:.2f}x")
+    out.append(f"(status, acks, notify: what QEMU traced in a row's counting boots, "
+               f"{MMIO_COUNT_SECONDS} s a test; traps/req their sum per request)")
     return "\n".join(out)
 
 
@@ -648,21 +704,43 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3, arch: str = "al
     virtio-mmio wired and virtio-mmio with MSI: one kernel, one machine per
     architecture (@arch: "arm64", "x86_64" or "all"), the rows booted in
     turn @rounds times, medians (issue 19 item 5)."""
-    from .scenarios import MMIO_BENCH_SCENARIOS
+    from .scenarios import MMIO_BENCH_SCENARIOS, MMIO_COUNT_SCENARIOS
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {"TB_RR_PORT": str(server.server_address[1]), "TB_BENCH_SECONDS": str(seconds)}
-    runs = [(row, dataclasses.replace(sc, env={**sc.env, **env},
-                                      timeout_s=2 * seconds + 180))
-            for row, sc in MMIO_BENCH_SCENARIOS.items() if arch in ("all", sc.kernel)]
+    port = {"TB_RR_PORT": str(server.server_address[1])}
+
+    def run_for(sc: Scenario, secs: int) -> Scenario:
+        return dataclasses.replace(sc, env={**sc.env, **port, "TB_BENCH_SECONDS": str(secs)},
+                                   timeout_s=2 * secs + 180)
+
+    runs = []
+    for row, sc in MMIO_BENCH_SCENARIOS.items():
+        if arch in ("all", sc.kernel):
+            runs.append((row, run_for(sc, seconds)))
+            # The counting boot: traps per request do not need the seconds
+            runs.append(((row, "counted"),
+                         run_for(MMIO_COUNT_SCENARIOS[row], min(seconds, MMIO_COUNT_SECONDS))))
+
+    def row_of(key, result: boot.Result) -> dict:
+        return mmio_count_row(key[0], result) if isinstance(key, tuple) else mmio_row(key, result)
+
     try:
-        measured, errors = measure_rounds(runs, mmio_row, 1, seconds, rounds, build,
+        measured, errors = measure_rounds(runs, row_of, 1, seconds, rounds, build,
                                           prepare=lambda sc, threads, secs: sc)
     finally:
         server.shutdown()
-    rows = [median_row(measured[row], MMIO_MEDIANS, ("rr_per_s", "randread_per_s"))
-            for row, _ in runs if row in measured]
+    rows = []
+    for row, _ in runs:
+        if isinstance(row, tuple) or row not in measured:
+            continue
+        out = median_row(measured[row], MMIO_MEDIANS, ("rr_per_s", "randread_per_s"))
+        counted = measured.get((row, "counted"))
+        if counted:
+            traps = median_row(counted, MMIO_MEDIANS, ("traps_per_request",))
+            out.update({k: traps[k] for k in (*MMIO_TRAPS, "msis", "traps_per_request",
+                                               "traps_per_request_runs")})
+        rows.append(out)
     return write_rows("mmio.json", rows, mmio_table, errors, 1, seconds)
 
 

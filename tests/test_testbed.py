@@ -245,11 +245,50 @@ def test_bench_viommu_counts():
           "viommu-before: kicks 4", "viommu-after: dma_maps 2010",
           "viommu-after: invalidate 1004", "viommu-after: kicks 1004",
           "viommu-after: map 0"]
-    row = bench.pt_row({}, "x", pt, Path("log"))
+    row = bench.counted_by_driver({}, "x", pt, Path("log"), table=True)
     assert (row["requests_per_1k_maps"], row["kicks_per_1k_maps"],
             row["invalidates_per_1k_maps"], row["pairs"]) == (500.0, 500.0, 500.0, 2000)
     with pytest.raises(Exception):
-        bench.pt_row({}, "x", pt + ["viommu-after: map 1"], Path("log"))
+        bench.counted_by_driver({}, "x", pt + ["viommu-after: map 1"], Path("log"),
+                                table=True)
+    # MAP/UNMAP mode: the same counts, MAPs allowed, no INVALIDATE column
+    mu = ["viommu-before: dma_maps 10", "viommu-after: dma_maps 1010",
+          "viommu-after: map 1000", "viommu-after: unmap 1000", "viommu-after: kicks 1500"]
+    row = bench.counted_by_driver({}, "x", mu, Path("log"))
+    assert (row["requests_per_1k_maps"], row["kicks_per_1k_maps"], row["pairs"]) == \
+        (2000.0, 1500.0, 1000)
+    assert "invalidates_per_1k_maps" not in row
+    # Every timed boot runs untraced (each traced line costs its row time);
+    # the counted rows have a traced boot of the same kernel, machine and
+    # command line beside, and only those rows
+    from testbed.scenarios import BENCH_COUNT_SCENARIOS, BENCH_ROW_SCENARIOS
+    for key, sc in BENCH_ROW_SCENARIOS.items():
+        assert not sc.trace, key
+    assert {d for d, _ in BENCH_COUNT_SCENARIOS} == {"6.12", "ours"}
+    for key, cnt in BENCH_COUNT_SCENARIOS.items():
+        timed = BENCH_ROW_SCENARIOS[key]
+        assert (cnt.kernel, cnt.machine, cnt.append, cnt.env) == \
+            (timed.kernel, timed.machine, timed.append, timed.env)
+        assert {"virtio_queue_notify", "virtio_iommu_map", "virtio_iommu_attach"} <= \
+            set(cnt.trace)
+    # 6.12's counts come from its counting boots; ours keep the driver's
+    # and get QEMU's beside them
+    counted = bench.median_row(
+        [{"driver": "6.12", "mode": "strict", "pairs": p, "requests_per_1k_maps": 2000.0,
+          "kicks_per_1k_maps": k} for p, k in ((900, 2000.0), (1000, 1999.0), (800, 2001.0))],
+        bench.VIOMMU_MEDIANS)
+    row = {"driver": "6.12", "mode": "strict", "requests_per_1k_maps": 0.0,
+           "kicks_per_1k_maps": 0.0}
+    bench.add_counts(row, counted)
+    assert row == {"driver": "6.12", "mode": "strict", "requests_per_1k_maps": 2000.0,
+                   "kicks_per_1k_maps": 2000.0,
+                   "kicks_per_1k_maps_runs": [2000.0, 1999.0, 2001.0],
+                   "pairs_counted": 900, "counted_by": "qemu-trace"}
+    row = {"driver": "ours", "mode": "strict", "requests_per_1k_maps": 1500.0,
+           "kicks_per_1k_maps": 1000.0, "counted_by": "driver"}
+    bench.add_counts(row, counted)
+    assert (row["requests_per_1k_maps"], row["qemu_requests_per_1k_maps"],
+            row["counted_by"]) == (1500.0, 2000.0, "driver")
     for mode in ("strict", "lazy"):
         on = BENCH_SCENARIOS[f"bench-viommu-ours-pt-{mode}"]
         off = BENCH_SCENARIOS[f"bench-viommu-ours-pt-map-{mode}"]
@@ -265,6 +304,32 @@ def test_bench_viommu_counts():
         assert (on.kernel, on.machine, on.env) == (ours.kernel, ours.machine, ours.env)
         assert on.append == ours.append + " virtio_iommu.combine_wait=200"
         assert "combine_wait" not in ours.append
+
+
+def test_bench_mmio_counts():
+    """make bench-mmio: timed boots untraced, the traps counted in a traced
+    boot of the same row."""
+    from testbed import bench
+    from testbed.scenarios import MMIO_BENCH_SCENARIOS, MMIO_BENCH_TRACE, MMIO_COUNT_SCENARIOS
+
+    assert set(MMIO_BENCH_SCENARIOS) == set(MMIO_COUNT_SCENARIOS)
+    for row, sc in MMIO_BENCH_SCENARIOS.items():
+        cnt = MMIO_COUNT_SCENARIOS[row]
+        assert sc.trace == () and cnt.trace == MMIO_BENCH_TRACE
+        assert (cnt.machine, cnt.kernel, cnt.append, cnt.transport) == \
+            (sc.machine, sc.kernel, sc.append, sc.transport)
+    trace = "\n".join([
+        "virtio_mmio_read offset 0x60",
+        "virtio_mmio_write offset 0x64 value 0x1",
+        "virtio_mmio_write offset 0x50 value 0x0",
+        "virtio_mmio_read offset 0x70",
+        "virtio_mmio_msi addr 0x8090040 data 0x2000 devid 0xffe0", ""])
+    assert bench.mmio_trace_counts(trace) == {"status_reads": 1, "acks": 1, "notifies": 1,
+                                              "msis": 1}
+    # A row whose counting boots failed still prints
+    row = {"row": "pci", "rr_per_s": 10, "randread_per_s": 20, "irqs_per_rr": 1.0,
+           "irqs_per_read": 1.0}
+    assert "pci" in bench.mmio_table([row])
 
 
 def test_bench_vhost_rows():
