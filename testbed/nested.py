@@ -98,6 +98,9 @@ class Nested:
     # The device's reason, when it refuses vhost-net's IOTLB notifier: L1
     # checks that vhost-net fell back on userspace virtio (QEMU patch 0039)
     vhost_refused: str = ""
+    # L2's QEMU traces the requests it serves (TB_L2_TRACE), for the L1
+    # step's checks of who served them; the bench turns it off
+    device_trace: bool = True
 
 
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
@@ -367,6 +370,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
         "TB_L2_REFUSALS": "1" if n.refusals and n.l2_vfio else "0",
         "TB_L2_VHOST_REFUSED": n.vhost_refused,
+        "TB_L2_TRACE": "1" if n.device_trace else "0",
         "TB_L2_HOTPLUG": "1" if "pci-hotplug" in n.l2_steps else "0",
         "TB_HTTP_PORT": str(HTTP_PORT),
         "TB_ECHO_PORT": str(ECHO_PORT),
