@@ -316,16 +316,13 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
     in each round, right after, with QEMU tracing its requests and kicks
     (see scenarios.BENCH_COUNTED), and only those counts are taken from it.
     """
-    runs = []
-    for key in BENCH_ROWS:
-        runs.append((key, BENCH_ROW_SCENARIOS[key]))
-        if key in BENCH_COUNT_SCENARIOS:
-            runs.append(((*key, "counted"), BENCH_COUNT_SCENARIOS[key]))
+    runs = with_counting_boots([(key, BENCH_ROW_SCENARIOS[key]) for key in BENCH_ROWS],
+                               BENCH_COUNT_SCENARIOS)
     if build and any(qemu.MACHINES[sc.machine].patched for _, sc in runs):
         qemu_build.build()
 
     def row_of(key: tuple, result: boot.Result) -> dict:
-        return count_row(*key[:2], result) if len(key) == 3 else viommu_row(*key, result)
+        return count_row(*key[0], result) if is_counting(key) else viommu_row(*key, result)
 
     measured, errors = measure_rounds(runs, row_of, threads, seconds, rounds, build)
     rows = []
@@ -333,7 +330,7 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
         if key not in measured:
             continue
         row = median_row(measured[key], VIOMMU_MEDIANS)
-        counted = measured.get((*key, "counted"))
+        counted = measured.get((key, COUNTED))
         if counted:
             add_counts(row, median_row(counted, VIOMMU_MEDIANS))
         rows.append(row)
@@ -439,6 +436,25 @@ def median_row(runs: list[dict], keys: tuple[str, ...],
             out[f"{key}_runs"] = [r[key] for r in runs]
     out["runs"] = len(runs)
     return out
+
+
+COUNTED = "counted"
+
+
+def with_counting_boots(runs: list[tuple], counting: dict) -> list[tuple]:
+    """@runs, each (key, scenario) followed by its counting boot
+    (@counting[key], keyed (key, COUNTED)) where it has one: the boot,
+    traced, that counts what the untraced timed boot cannot."""
+    out = []
+    for key, sc in runs:
+        out.append((key, sc))
+        if key in counting:
+            out.append(((key, COUNTED), counting[key]))
+    return out
+
+
+def is_counting(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[1] == COUNTED
 
 
 def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, seconds: int,
@@ -721,16 +737,15 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3, arch: str = "al
         return dataclasses.replace(sc, env={**sc.env, **port, "TB_BENCH_SECONDS": str(secs)},
                                    timeout_s=2 * secs + 180)
 
-    runs = []
-    for row, sc in MMIO_BENCH_SCENARIOS.items():
-        if arch in ("all", sc.kernel):
-            runs.append((row, run_for(sc, seconds)))
-            # The counting boot: traps per request do not need the seconds
-            runs.append(((row, "counted"),
-                         run_for(MMIO_COUNT_SCENARIOS[row], min(seconds, MMIO_COUNT_SECONDS))))
+    # The counting boots are shorter: traps per request need no seconds
+    runs = with_counting_boots(
+        [(row, run_for(sc, seconds)) for row, sc in MMIO_BENCH_SCENARIOS.items()
+         if arch in ("all", sc.kernel)],
+        {row: run_for(sc, min(seconds, MMIO_COUNT_SECONDS))
+         for row, sc in MMIO_COUNT_SCENARIOS.items()})
 
     def row_of(key, result: boot.Result) -> dict:
-        return mmio_count_row(key[0], result) if isinstance(key, tuple) else mmio_row(key, result)
+        return mmio_count_row(key[0], result) if is_counting(key) else mmio_row(key, result)
 
     try:
         measured, errors = measure_rounds(runs, row_of, 1, seconds, rounds, build,
@@ -739,10 +754,10 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3, arch: str = "al
         server.shutdown()
     rows = []
     for row, _ in runs:
-        if isinstance(row, tuple) or row not in measured:
+        if is_counting(row) or row not in measured:
             continue
         out = median_row(measured[row], MMIO_MEDIANS, ("rr_per_s", "randread_per_s"))
-        counted = measured.get((row, "counted"))
+        counted = measured.get((row, COUNTED))
         if counted:
             traps = median_row(counted, MMIO_MEDIANS, ("traps_per_request",))
             out.update({k: traps[k] for k in (*MMIO_TRAPS, "msis", "traps_per_request",

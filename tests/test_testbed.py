@@ -261,7 +261,7 @@ def test_bench_viommu_counts():
     # Every timed boot runs untraced (each traced line costs its row time);
     # the counted rows have a traced boot of the same kernel, machine and
     # command line beside, and only those rows
-    from testbed.scenarios import BENCH_COUNT_SCENARIOS, BENCH_ROW_SCENARIOS
+    from testbed.scenarios import BENCH_COUNT_SCENARIOS, BENCH_ROW_SCENARIOS, BENCH_ROWS
     for key, sc in BENCH_ROW_SCENARIOS.items():
         assert not sc.trace, key
     assert {d for d, _ in BENCH_COUNT_SCENARIOS} == {"6.12", "ours"}
@@ -271,6 +271,13 @@ def test_bench_viommu_counts():
             (timed.kernel, timed.machine, timed.append, timed.env)
         assert {"virtio_queue_notify", "virtio_iommu_map", "virtio_iommu_attach"} <= \
             set(cnt.trace)
+    # Each counted row's counting boot right after its timed one
+    runs = bench.with_counting_boots([(k, BENCH_ROW_SCENARIOS[k]) for k in BENCH_ROWS],
+                                     BENCH_COUNT_SCENARIOS)
+    assert len(runs) == len(BENCH_ROWS) + len(BENCH_COUNT_SCENARIOS)
+    for i, (key, sc) in enumerate(runs):
+        if bench.is_counting(key):
+            assert runs[i - 1][0] == key[0] and sc is BENCH_COUNT_SCENARIOS[key[0]]
     # 6.12's counts come from its counting boots; ours keep the driver's
     # and get QEMU's beside them
     counted = bench.median_row(
