@@ -540,8 +540,8 @@ def check_kernels(full: bool | None = None) -> tuple[str, ...]:
 # would pay per request and per kick. The rows of BENCH_COUNTED have a
 # second, counting boot in every round, traced, whose times are not used:
 # 6.12's driver has no counters, so QEMU's trace is what counts its
-# requests and kicks; ours is counted by its debugfs counters, and the
-# trace checks them. The edu is the only device besides the IOMMU, so every
+# requests and kicks; ours is counted by its debugfs counters, and QEMU's
+# count of its counting boot is kept beside them (qemu_* in the row). The edu is the only device besides the IOMMU, so every
 # virtio queue notify QEMU traces is a kick of the IOMMU (queue 0 requests,
 # queue 1 events).
 BENCH_TRACE = ("virtio_queue_notify",)
