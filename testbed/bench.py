@@ -219,10 +219,11 @@ def viommu_row(driver: str, mode: str, result: boot.Result) -> dict:
     name = result.scenario.name
     diags = bench_diags(result)
     lat = latencies(name, diags, result.log)
-    row = {"driver": driver, "mode": mode, "map_ns": lat["map"], "unmap_ns": lat["unmap"],
-           "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
-    if driver in ("none", "6.12"):
-        return row
+    row = {"driver": driver, "mode": mode, "map_ns": lat["map"], "unmap_ns": lat["unmap"]}
+    if driver == "none":
+        return {**row, "requests_per_1k_maps": 0.0, "kicks_per_1k_maps": 0.0}
+    if driver == "6.12":
+        return row      # no counts unless its counting boots give them
     return counted_by_driver(row, name, diags, result.log,
                              table=driver in BENCH_TABLE_DRIVERS)
 
@@ -291,15 +292,16 @@ def viommu_table(rows: list[dict]) -> str:
         # Kicks depend on how the threads interleave, which the trace
         # changes: against 6.12's (counted traced) take the row's own
         # traced count where it has one; * where only the driver counted
-        kicks = r.get("qemu_kicks_per_1k_maps", r["kicks_per_1k_maps"])
+        kicks = r.get("qemu_kicks_per_1k_maps", r.get("kicks_per_1k_maps"))
         star = "" if "qemu_kicks_per_1k_maps" in r or not kicks else "*"
         vs = (f"{x(r['map_ns'], base['map_ns']):>12} {x(r['unmap_ns'], base['unmap_ns']):>6} "
-              f"{x(kicks, base['kicks_per_1k_maps']) + star:>6}"
+              f"{x(kicks, base.get('kicks_per_1k_maps')) + star:>6}"
               if base and r is not base else f"{'':12} {'':6} {'':6}")
         vf = (f"{x(r['map_ns'], floor['map_ns']):>12} {x(r['unmap_ns'], floor['unmap_ns']):>6}"
               if floor and r is not floor else "")
         out.append(f"{r['driver']:15} {r['mode']:6} {r['map_ns']:>8} {r['unmap_ns']:>8} "
-                   f"{r['requests_per_1k_maps']:>8} {r['kicks_per_1k_maps']:>8}   {vs}"
+                   f"{r.get('requests_per_1k_maps', '-'):>8} "
+                   f"{r.get('kicks_per_1k_maps', '-'):>8}   {vs}"
                    f"   {vf}".rstrip())
     out.append("(kicks vs 6.12: QEMU's traced counts of both rows, from their counting "
                "boots; * the driver's count of the untraced boot against 6.12's traced one)")

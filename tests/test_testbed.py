@@ -291,6 +291,9 @@ def test_bench_viommu_counts():
                    "kicks_per_1k_maps": 2000.0,
                    "kicks_per_1k_maps_runs": [2000.0, 1999.0, 2001.0],
                    "pairs_counted": 900, "counted_by": "qemu-trace"}
+    # A 6.12 row whose counting boots failed shows no counts, not zeros
+    lone = {"driver": "6.12", "mode": "lazy", "map_ns": 900, "unmap_ns": 800}
+    assert " 0.0 " not in bench.viommu_table([lone]).splitlines()[1]
     row = {"driver": "ours", "mode": "strict", "requests_per_1k_maps": 1500.0,
            "kicks_per_1k_maps": 1000.0, "counted_by": "driver"}
     bench.add_counts(row, counted)
