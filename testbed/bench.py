@@ -775,11 +775,15 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3, arch: str = "al
 TPUT_LINE = re.compile(
     r"tput: disk_write_mb=(?P<disk_write_mb>\d+) disk_write_cs=(?P<disk_write_cs>\d+) "
     r"disk_read_mb=(?P<disk_read_mb>\d+) disk_read_cs=(?P<disk_read_cs>\d+) "
+    r"bulk_write_mb=(?P<bulk_write_mb>\d+) bulk_write_cs=(?P<bulk_write_cs>\d+) "
+    r"bulk_read_mb=(?P<bulk_read_mb>\d+) bulk_read_cs=(?P<bulk_read_cs>\d+) "
     r"net_down_bytes=(?P<net_down_bytes>\d+) net_down_cs=(?P<net_down_cs>\d+) "
     r"net_up_bytes=(?P<net_up_bytes>\d+) net_up_cs=(?P<net_up_cs>\d+)")
 # kprof's lines, "kprof PHASE: ..." (guest/progs/kprof.c)
 KPROF_LINE = re.compile(r"(kprof \w+:.*)")
-TPUT_RATES = ("disk_write_mb_s", "disk_read_mb_s", "net_down_mb_s", "net_up_mb_s")
+# The disk in 64 KiB requests one at a time, in 1 MiB calls (bulk), the NIC
+TPUT_RATES = ("disk_write_mb_s", "disk_read_mb_s", "bulk_write_mb_s", "bulk_read_mb_s",
+              "net_down_mb_s", "net_up_mb_s")
 # Issue 18's goal: strict page-table mode moves at least 90 % of what the
 # same machine moves without an IOMMU.
 TPUT_GOAL = 0.9
@@ -801,7 +805,7 @@ def tput_row(key: tuple[str, str], result: boot.Result) -> dict:
     profile = [m[1] for m in map(KPROF_LINE.search, step_.diagnostics()) if m]
     if profile:
         row["kprof"] = profile
-    for what in ("disk_write", "disk_read"):
+    for what in ("disk_write", "disk_read", "bulk_write", "bulk_read"):
         row[f"{what}_mb_s"] = round(v[f"{what}_mb"] * 100 / max(v[f"{what}_cs"], 1), 2)
     for what in ("net_down", "net_up"):
         row[f"{what}_mb_s"] = round(v[f"{what}_bytes"] / 1e4 / max(v[f"{what}_cs"], 1), 2)
@@ -860,9 +864,9 @@ def add_tput_ratios(rows: list[dict]) -> None:
 
 
 def tput_table(rows: list[dict]) -> str:
-    out = [f"{'iommu':10} {'mode':6} {'disk w':>7} {'disk r':>7} {'net dn':>7} "
-           f"{'net up':>7}   MB/s; vs none: {'disk w':>6} {'disk r':>6} {'net dn':>6} "
-           f"{'net up':>6}"]
+    heads = ("disk w", "disk r", "bulk w", "bulk r", "net dn", "net up")
+    out = [f"{'iommu':10} {'mode':6} " + " ".join(f"{h:>7}" for h in heads) +
+           "   MB/s; vs none: " + " ".join(f"{h:>6}" for h in heads)]
     for r in rows:
         vs = " ".join(f"{r[f'{k}_vs_none']:>5}x" if f"{k}_vs_none" in r else f"{'':6}"
                       for k in TPUT_RATES)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests of the test bed itself, over recorded consoles and small inputs."""
 
+import types
 from pathlib import Path
 
 import pytest
@@ -567,9 +568,18 @@ def test_bench_throughput_ratios_and_goal():
     from testbed import bench
 
     line = ("tput: disk_write_mb=64 disk_write_cs=400 disk_read_mb=96 disk_read_cs=300 "
+            "bulk_write_mb=80 bulk_write_cs=400 bulk_read_mb=160 bulk_read_cs=400 "
             "net_down_bytes=8388608 net_down_cs=200 net_up_bytes=2000000 net_up_cs=100")
     v = bench.TPUT_LINE.search(line)
     assert v and v["disk_read_cs"] == "300" and v["net_up_bytes"] == "2000000"
+    assert v["bulk_read_mb"] == "160"
+    result = types.SimpleNamespace(
+        console=types.SimpleNamespace(steps={"tput-bench": types.SimpleNamespace(
+            ok=True, diagnostics=lambda: ["x", line])}),
+        timed_out=False, trace_log=None, scenario=None)
+    got = bench.tput_row(("pt", "strict"), result)
+    assert (got["disk_read_mb_s"], got["bulk_read_mb_s"], got["net_down_mb_s"]) == \
+        (32.0, 40.0, 4.19)
     rates = dict.fromkeys(bench.TPUT_RATES, 10.0)
 
     def row(iommu, mode, runs):
@@ -605,7 +615,8 @@ def test_timeline_splits_each_disk_request_into_turns(tmp_path):
     QEMU's turns (notification to pop, pop to completion) and the guest's
     (completion to next notification), with the virtio-iommu requests
     served in the guest's turn; other devices' events, a request without a
-    successor of its direction, and lines without a time are left out."""
+    successor of its direction, the bulk passes' requests (two in flight, not
+    64 KiB) and lines without a time are left out."""
     from testbed import bench, timeline
 
     blk, net = "0x55aa00", "0x55bb00"
@@ -623,6 +634,12 @@ def test_timeline_splits_each_disk_request_into_turns(tmp_path):
         f"8@100.000300:virtio_queue_notify vdev {blk} n 0 vq 0x1",
         f"7@100.000302:virtio_blk_handle_read vdev {blk} req 0x9 sector 256 nsectors 128",
         f"7@100.000330:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
+        # a bulk pass: two requests in flight, no chain
+        f"8@100.000350:virtio_queue_notify vdev {blk} n 0 vq 0x1",
+        f"7@100.000352:virtio_blk_handle_read vdev {blk} req 0xa sector 0 nsectors 2032",
+        f"7@100.000353:virtio_blk_handle_read vdev {blk} req 0xb sector 2032 nsectors 16",
+        f"7@100.000380:virtio_blk_req_complete vdev {blk} req 0xa status 0",
+        f"7@100.000382:virtio_blk_req_complete vdev {blk} req 0xb status 0",
         f"8@100.000400:virtio_queue_notify vdev {blk} n 0 vq 0x1",
         f"7@100.000401:virtio_blk_handle_write vdev {blk} req 0x9 sector 0 nsectors 128",
         f"7@100.000450:virtio_blk_req_complete vdev {blk} req 0x9 status 0",

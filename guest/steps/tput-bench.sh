@@ -74,6 +74,26 @@ read_mb=$((n * mb))
 read_cs=$took
 check "direct reads succeeded ($n passes)" [ "$bad" -eq 0 ]
 check "the disk still reads back what was written" [ "$(disk_sum)" = "$want" ]
+
+bulk_write() {
+	dd if=/tmp/tp.w of=$dev bs=1M seek="$TB_DISK_SCRATCH_OFF_MB" count="$mb" \
+		oflag=direct conv=notrunc 2>/dev/null
+}
+
+bulk_read() {
+	dd if=$dev of=/dev/null bs=1M skip="$TB_DISK_SCRATCH_OFF_MB" count="$mb" \
+		iflag=direct 2>/dev/null
+}
+
+profiled bulk_write bulk_write
+bulk_write_mb=$((n * mb))
+bulk_write_cs=$took
+check "bulk direct writes succeeded ($n passes)" [ "$bad" -eq 0 ]
+profiled bulk_read bulk_read
+bulk_read_mb=$((n * mb))
+bulk_read_cs=$took
+check "bulk direct reads succeeded ($n passes)" [ "$bad" -eq 0 ]
+check "the disk reads back what the bulk passes wrote" [ "$(disk_sum)" = "$want" ]
 rm -f /tmp/tp.r
 
 net_up
@@ -110,6 +130,8 @@ check "every upload arrived intact ($n)" [ "$bad" -eq 0 ]
 
 diag "tput: disk_write_mb=$write_mb disk_write_cs=$write_cs" \
 	"disk_read_mb=$read_mb disk_read_cs=$read_cs" \
+	"bulk_write_mb=$bulk_write_mb bulk_write_cs=$bulk_write_cs" \
+	"bulk_read_mb=$bulk_read_mb bulk_read_cs=$bulk_read_cs" \
 	"net_down_bytes=$down_bytes net_down_cs=$down_cs" \
 	"net_up_bytes=$up_bytes net_up_cs=$up_cs"
 plan

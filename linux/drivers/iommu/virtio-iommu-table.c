@@ -281,8 +281,7 @@ int viommu_table_map(struct viommu_domain *vdomain, unsigned long iova,
 				  pgcount, prot, gfp, mapped);
 	if (ret)
 		return ret;
-	atomic64_inc(&vdomain->stats.maps);
-	atomic64_add(size, &vdomain->stats.mapped_bytes);
+	viommu_count_map(vdomain, size);
 	return 0;
 }
 
@@ -311,10 +310,8 @@ size_t viommu_table_unmap(struct viommu_domain *vdomain, unsigned long iova,
 		iommu_iotlb_sync(&vdomain->domain, gather);
 	removed = gpt_iommu_unmap_pages(&vdomain->maps.table, iova, pgsize,
 					pgcount, gather);
-	if (removed) {
-		atomic64_inc(&vdomain->stats.unmaps);
-		atomic64_add(removed, &vdomain->stats.unmapped_bytes);
-	}
+	if (removed)
+		viommu_count_unmap(vdomain, removed);
 	return removed;
 }
 

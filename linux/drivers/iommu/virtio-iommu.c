@@ -174,8 +174,7 @@ static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
 
 	if (ret)
 		return ret;
-	atomic64_inc(&vdomain->stats.maps);
-	atomic64_add(last - start + 1, &vdomain->stats.mapped_bytes);
+	viommu_count_map(vdomain, last - start + 1);
 	return 0;
 }
 
@@ -185,12 +184,6 @@ static int viommu_add_mapping(struct viommu_domain *vdomain, u64 start,
  *
  * Return: the number of bytes removed, 0 when nothing was.
  */
-static void viommu_count_unmap(struct viommu_domain *vdomain, u64 removed)
-{
-	atomic64_inc(&vdomain->stats.unmaps);
-	atomic64_add(removed, &vdomain->stats.unmapped_bytes);
-}
-
 static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 				  u64 last, u64 *end)
 {
@@ -544,16 +537,42 @@ static struct viommu_domain *viommu_domain_new(void)
 	vdomain = kzalloc(sizeof(*vdomain), GFP_KERNEL);
 	if (!vdomain)
 		return NULL;
-	if (viommu_maps_init(&vdomain->maps, GFP_KERNEL)) {
-		kfree(vdomain);
-		return NULL;
-	}
+	vdomain->stats.counts = alloc_percpu(struct viommu_domain_counts);
+	if (!vdomain->stats.counts)
+		goto err_free;
+	if (viommu_maps_init(&vdomain->maps, GFP_KERNEL))
+		goto err_counts;
 	mutex_init(&vdomain->mutex);
 	rwlock_init(&vdomain->replay_lock);
 	INIT_LIST_HEAD(&vdomain->list);
 	spin_lock_init(&vdomain->limbo_lock);
 	INIT_LIST_HEAD(&vdomain->limbo);
 	return vdomain;
+
+err_counts:
+	free_percpu(vdomain->stats.counts);
+err_free:
+	kfree(vdomain);
+	return NULL;
+}
+
+/* The per-CPU counts of @vdomain, summed */
+static struct viommu_domain_counts
+viommu_domain_counts(struct viommu_domain *vdomain)
+{
+	struct viommu_domain_counts sum = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct viommu_domain_counts *c =
+			per_cpu_ptr(vdomain->stats.counts, cpu);
+
+		sum.maps += READ_ONCE(c->maps);
+		sum.unmaps += READ_ONCE(c->unmaps);
+		sum.mapped_bytes += READ_ONCE(c->mapped_bytes);
+		sum.unmapped_bytes += READ_ONCE(c->unmapped_bytes);
+	}
+	return sum;
 }
 
 /*
@@ -638,7 +657,7 @@ static int viommu_domain_finalise(struct viommu_endpoint *vdev,
 	 * and mapped before its first attach: its table holds those maps.
 	 */
 	if (!identity && vdev->table.format &&
-	    !atomic64_read(&vdomain->stats.maps)) {
+	    !viommu_domain_counts(vdomain).maps) {
 		ret = viommu_table_setup(vdomain, &vdev->table);
 		if (ret)
 			dev_warn_ratelimited(vdev->dev,
@@ -672,6 +691,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 	viommu_table_free(vdomain);
 	viommu_maps_destroy(&vdomain->maps);
 	mutex_destroy(&vdomain->mutex);
+	free_percpu(vdomain->stats.counts);
 	kfree(vdomain);
 }
 
@@ -1267,7 +1287,9 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   ev.faults, ev.reported, ev.unknown_ep, ev.bad_events);
 
 	spin_lock(&viommu->domains_lock);
-	list_for_each_entry(vdomain, &viommu->domains, list)
+	list_for_each_entry(vdomain, &viommu->domains, list) {
+		struct viommu_domain_counts n = viommu_domain_counts(vdomain);
+
 		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu invalidates_posted=%llu\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
@@ -1278,10 +1300,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   vdomain->domain.type == IOMMU_DOMAIN_DMA_FQ ?
 			   "dma-lazy" : "dma-strict",
 			   READ_ONCE(vdomain->nr_endpoints),
-			   atomic64_read(&vdomain->stats.maps),
-			   atomic64_read(&vdomain->stats.unmaps),
-			   atomic64_read(&vdomain->stats.mapped_bytes),
-			   atomic64_read(&vdomain->stats.unmapped_bytes),
+			   n.maps, n.unmaps, n.mapped_bytes, n.unmapped_bytes,
 			   atomic64_read(&vdomain->stats.errors),
 			   vdomain->stats.faults,
 			   atomic_long_read(&vdomain->maps.table.nr_tables),
@@ -1291,6 +1310,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   atomic64_read(&vdomain->stats.invalidates_map),
 			   atomic64_read(&vdomain->stats.invalidates_skipped),
 			   atomic64_read(&vdomain->stats.invalidates_posted));
+	}
 	spin_unlock(&viommu->domains_lock);
 	return 0;
 }
