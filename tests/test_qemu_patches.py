@@ -530,6 +530,33 @@ def test_invalidate_drops_the_iotlb(rig_factory, walk):
     assert r.v.faults() == []
 
 
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-vtd-3level", "q35-amd-4level",
+                                  "virt-lpae-4k"])
+def test_table_invalidate_without_leaf_hint_drops_cached_tables(rig_factory, walk):
+    """A leaf table replaced by another (the level-2 entry pointed at a new
+    table): an INVALIDATE without the leaf hint makes the device walk the
+    new one, as the text requires of cached table entries. One with the hint
+    (a driver that broke its rule) leaves the VT-d walker resuming from the
+    old table, its walk cache: it still translates the old way."""
+    r, t, slot, fetch = _one_leaf_rig(rig_factory, walk)
+    g = 1 << t.granule
+    entries = 1 << t.bits
+    # The new leaf table: IOVA read-only onto page 1, the output page kept
+    new = t.alloc()
+    t.set(new + 8 * ((IOVA >> t.granule) % entries), t._leaf(r.data(1), 1, True, False))
+    out = IOVA + 0x100000
+    t.set(new + 8 * ((out >> t.granule) % entries), t._leaf(r.data(2), 1, True, True))
+    assert out >> (t.granule + t.bits) == IOVA >> (t.granule + t.bits), "one leaf table"
+    t.set(t.entry_addr(IOVA, 2), t._table(new, 1))
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, out + g - 1,
+                                    qt.INVAL_F_LEAF)) == qt.S_OK
+    if WALKS[walk][1] == qt.PGTF_VTD_SL:
+        assert fetch() == b"old page"
+    assert r.v.status(qt.invalidate(1, qt.INVAL_S_RANGE, IOVA, IOVA)) == qt.S_OK
+    assert fetch() == b"new page"
+    assert r.v.faults() == []
+
+
 @pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
 def test_no_cache_walks_every_access(rig_factory, walk):
     """attach-table-no-cache=on (PGTF_F_NO_CACHE): the device keeps nothing,
