@@ -152,12 +152,9 @@ struct viommu_slot {
 };
 
 /*
- * Per-domain counters. Maps and unmaps of a domain run on several CPUs at
- * once without a lock (the table needs none), so their counters are atomic.
- */
-/*
- * What every map and unmap counts, per CPU: the DMA path pays no atomic
- * for its counters (an atomic is a helper call under TCG). Read summed.
+ * What every map and unmap counts. Maps and unmaps of a domain run on
+ * several CPUs at once without a lock (the table needs none): per-CPU
+ * counters cost them no atomic (a helper call under TCG). Read summed.
  */
 struct viommu_domain_counts {
 	u64		maps;
@@ -166,6 +163,7 @@ struct viommu_domain_counts {
 	u64		unmapped_bytes;
 };
 
+/* Per-domain counters: the rarer ones atomic */
 struct viommu_domain_stats {
 	struct viommu_domain_counts __percpu *counts;
 	atomic64_t	errors;
