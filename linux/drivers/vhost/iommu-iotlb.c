@@ -205,8 +205,11 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 		kthread_use_mm(mm);
 	for (;;) {
 		spin_lock(&b->miss_lock);
+		/* Unbound (see vhost_iommu_unbind()): the device may be gone */
+		if (READ_ONCE(b->dead))
+			b->nr_misses = 0;
 		if (!b->nr_misses) {
-			lost = b->misses_lost;
+			lost = b->misses_lost && !READ_ONCE(b->dead);
 			b->misses_lost = false;
 			spin_unlock(&b->miss_lock);
 			/* Queues that missed meanwhile miss again, kept now */
@@ -286,10 +289,17 @@ void vhost_iommu_unbind(struct vhost_iommu_bound *b)
 	if (ep && ep->binding == b)
 		ep->binding = NULL;
 	mutex_unlock(&v->lock);
-	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
-	/* No miss can come now; finish the one in flight */
+	/*
+	 * Our ops go last: while they are in, the device's cleanup calls
+	 * our unbind, which waits for vhost_iommu_bind_mutex, so the device
+	 * is there for what we do to it. Once they are out, it may be
+	 * freed at any time: a miss queued meanwhile finds us dead and
+	 * leaves it alone.
+	 */
 	cancel_work_sync(&b->work);
 	vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
+	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
+	cancel_work_sync(&b->work);
 	list_del(&b->all);
 	kfree(b);
 }
