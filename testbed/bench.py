@@ -839,7 +839,7 @@ def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
     text = []
     for key, runs in measured.items():
         for n, row in enumerate(runs):
-            text.append(f"== {key[0]} {key[1]}, round {n + 1}")
+            text.append(f"== {key[0]} {key[1]}, boot {n + 1} of {len(runs)}")
             text.extend(row.pop("kprof", []))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text) + "\n")
@@ -847,20 +847,38 @@ def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
     return out
 
 
+def tput_reference(floor_runs: list, rounds: int, position: int, rows: int) -> list:
+    """No IOMMU's rates to hold a row's @rounds against. With one no-IOMMU
+    boot a round, that boot's. With two a round (@floor_runs in boot order:
+    the round's first boot and its last, the @rows rows booted between
+    them), the line between the two at the row's @position in the round (1
+    for the first row): a machine that drifts over a round moves the
+    reference with it, and the two boots' own noise halves."""
+    if len(floor_runs) != 2 * rounds:
+        return list(floor_runs)
+    out = []
+    for first, last in zip(floor_runs[0::2], floor_runs[1::2]):
+        out.append(first + (last - first) * position / (rows + 1)
+                   if first and last else None)
+    return out
+
+
 def add_tput_ratios(rows: list[dict]) -> None:
-    """Each rate against no IOMMU's, of the medians and round by round
-    (rows booted in turn, so a round's boots saw the same machine)."""
+    """Each rate against no IOMMU's: the medians against its median, and
+    round by round against tput_reference() (@rows in their boot order
+    within a round, no IOMMU's row among them)."""
     floor = next((r for r in rows if r["iommu"] == "none"), None)
     if not floor:
         return
-    for row in rows:
-        if row is floor:
-            continue
+    judged = [r for r in rows if r is not floor]
+    for position, row in enumerate(judged, 1):
         for rate in TPUT_RATES:
             if floor[rate]:
                 row[f"{rate}_vs_none"] = round(row[rate] / floor[rate], 2)
-            pairs = zip(row[f"{rate}_runs"], floor[f"{rate}_runs"])
-            row[f"{rate}_vs_none_runs"] = [round(a / b, 2) if b else None for a, b in pairs]
+            runs = row[f"{rate}_runs"]
+            ref = tput_reference(floor[f"{rate}_runs"], len(runs), position, len(judged))
+            row[f"{rate}_vs_none_runs"] = [round(a / b, 2) if b else None
+                                           for a, b in zip(runs, ref)]
 
 
 def tput_table(rows: list[dict]) -> str:
@@ -904,10 +922,11 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
                profile: bool = False, turns: bool = False) -> Path:
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
-    kernel, one QEMU binary, the rows booted in turn @rounds times, medians
-    (issue 18, section 5). With @profile, the guest also samples its kernel
-    during each timed pass (which costs the rates a little): every round's
-    profile goes to build/bench/throughput-profile.txt. With @turns, QEMU
+    kernel, one QEMU binary, the rows booted in turn @rounds times, each
+    round between two no-IOMMU boots, medians (issue 18, section 5). With
+    @profile, the guest also samples its kernel during each timed pass
+    (which costs the rates a little): every boot's profile goes to
+    build/bench/throughput-profile.txt. With @turns, QEMU
     traces the disk with timestamps (which costs the rates a little) and
     each row gains "timeline": where a disk request's time went, in the
     guest and in QEMU (testbed/timeline.py), medians and every round."""
@@ -922,15 +941,18 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
                                      trace_times=True)
         return sc
 
-    runs = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items()]
+    # No IOMMU opens and closes every round: each row's round is held
+    # against the two boots around it (tput_reference())
+    floor = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items() if key[0] == "none"]
+    judged = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items() if key[0] != "none"]
     if build:
         qemu_build.build()
-    measured, errors = measure_rounds(runs, tput_row, 1, seconds, rounds, build,
-                                      prepare=lambda sc, threads, secs: sc)
+    measured, errors = measure_rounds(floor + judged + floor, tput_row, 1, seconds, rounds,
+                                      build, prepare=lambda sc, threads, secs: sc)
     if profile:
         write_profiles(measured)
     rows = []
-    for key, _ in runs:
+    for key, _ in judged + floor:
         if key in measured:
             row = median_row(measured[key], TPUT_RATES, TPUT_RATES)
             row.pop("timeline", None)   # the first round's: the row has medians
