@@ -864,21 +864,24 @@ def tput_reference(floor_runs: list, rounds: int, position: int, rows: int) -> l
 
 
 def add_tput_ratios(rows: list[dict]) -> None:
-    """Each rate against no IOMMU's: the medians against its median, and
-    round by round against tput_reference() (@rows in their boot order
-    within a round, no IOMMU's row among them)."""
+    """Each rate against no IOMMU's round by round, against tput_reference()
+    (@rows in their boot order within a round, no IOMMU's row among them),
+    and the median of those ratios: not the ratio of the two rows' medians,
+    which on a machine that drifts over a run holds boots of different
+    times against each other."""
     floor = next((r for r in rows if r["iommu"] == "none"), None)
     if not floor:
         return
     judged = [r for r in rows if r is not floor]
     for position, row in enumerate(judged, 1):
         for rate in TPUT_RATES:
-            if floor[rate]:
-                row[f"{rate}_vs_none"] = round(row[rate] / floor[rate], 2)
             runs = row[f"{rate}_runs"]
             ref = tput_reference(floor[f"{rate}_runs"], len(runs), position, len(judged))
-            row[f"{rate}_vs_none_runs"] = [round(a / b, 2) if b else None
-                                           for a, b in zip(runs, ref)]
+            ratios = [round(a / b, 2) if b else None for a, b in zip(runs, ref)]
+            row[f"{rate}_vs_none_runs"] = ratios
+            paired = [r for r in ratios if r is not None]
+            if paired:
+                row[f"{rate}_vs_none"] = round(statistics.median(paired), 2)
 
 
 def tput_table(rows: list[dict]) -> str:
