@@ -353,7 +353,8 @@ def slower_than_612(rows: list[dict]) -> list[str]:
         if row["driver"] != "ours":
             continue
         for key in ("map_vs_612", "unmap_vs_612"):
-            slow = [(i + 1, r) for i, r in enumerate(row.get(f"{key}_runs", [])) if r > 1]
+            slow = [(i + 1, r) for i, r in enumerate(row.get(f"{key}_runs", []))
+                    if r is not None and r > 1]
             for rnd, ratio in slow:
                 out.append(f"{row['mode']} {key.split('_')[0]}, round {rnd}: {ratio:.2f}x")
     return out
@@ -369,11 +370,12 @@ def add_paired_ratios(row: dict, rows: list[dict]) -> None:
         return
     for key in ("map_ns", "unmap_ns"):
         pairs = list(zip(row.get(f"{key}_runs", []), ref.get(f"{key}_runs", [])))
-        ratios = [round(a / b, 2) for a, b in pairs if b]
-        if ratios:
+        ratios = [round(a / b, 2) if a is not None and b else None for a, b in pairs]
+        paired = [r for r in ratios if r is not None]
+        if paired:
             name = key.replace("_ns", "_vs_612")
             row[f"{name}_runs"] = ratios
-            row[name] = round(statistics.median(ratios), 2)
+            row[name] = round(statistics.median(paired), 2)
 
 
 # --- make bench-drivers -----------------------------------------------------
@@ -428,15 +430,18 @@ def median_row(runs: list[dict], keys: tuple[str, ...],
                per_round: tuple[str, ...] = ()) -> dict:
     """One row from repeated boots of the same path: the median of each of
     @keys (those the runs have), and each run's times and kicks and each
-    of @per_round as "<key>_runs"."""
-    out = dict(runs[0])
+    of @per_round as "<key>_runs". A boot that failed (None in @runs, see
+    measure_rounds()) counts in no median and keeps its round's place in
+    the "_runs" lists as None, so that rows pair by round."""
+    done = [r for r in runs if r is not None]
+    out = dict(done[0])
     for key in keys:
         if key in out:
-            out[key] = median_of([r[key] for r in runs])
+            out[key] = median_of([r[key] for r in done])
     for key in ("map_ns", "unmap_ns", "kicks_per_1k_maps", *per_round):
         if key in out:
-            out[f"{key}_runs"] = [r[key] for r in runs]
-    out["runs"] = len(runs)
+            out[f"{key}_runs"] = [r[key] if r is not None else None for r in runs]
+    out["runs"] = len(done)
     return out
 
 
@@ -463,9 +468,12 @@ def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, sec
                    rounds: int, build: bool, prepare=None
                    ) -> tuple[dict[tuple, list[dict]], list[str]]:
     """Boot each of @runs' scenarios in turn, @rounds times over, and turn
-    each finished boot into a row with @row_of(key, result). A boot that
-    fails is reported and the others still count. @prepare(sc, threads,
-    seconds) gives the scenario to boot (default: the DMA map benchmark's)."""
+    each finished boot into a row with @row_of(key, result): a key's rows
+    in boot order. A boot that fails is reported, the others still count,
+    and its row is None: the rows of different keys then still pair by
+    round (a key booted twice a round has two places a round). A key with
+    no finished boot has no rows. @prepare(sc, threads, seconds) gives the
+    scenario to boot (default: the DMA map benchmark's)."""
     targets = sorted({sc.kernel for _, sc in runs})
     if build:
         kernel.build_all(targets)
@@ -482,9 +490,9 @@ def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, sec
                 except StepError as exc:
                     errors.append(str(exc))
                     print(f"error: {exc}", file=sys.stderr)
-                    continue
+                    row = None
                 measured.setdefault(key, []).append(row)
-    return measured, errors
+    return {k: v for k, v in measured.items() if any(r is not None for r in v)}, errors
 
 
 def write_rows(name: str, rows: list[dict], table_of, errors: list[str], threads: int,
@@ -821,7 +829,8 @@ def median_timeline(runs: list[dict]) -> dict:
     of each over the rounds, and every round's in "<segment>_runs"."""
     out: dict[str, dict] = {}
     for kind in ("read", "write"):
-        rounds = [r["timeline"][kind] for r in runs if kind in r.get("timeline", {})]
+        rounds = [r["timeline"][kind] for r in runs
+                  if r is not None and kind in r.get("timeline", {})]
         if not rounds:
             continue
         out[kind] = {}
@@ -839,8 +848,9 @@ def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
     text = []
     for key, runs in measured.items():
         for n, row in enumerate(runs):
-            text.append(f"== {key[0]} {key[1]}, boot {n + 1} of {len(runs)}")
-            text.extend(row.pop("kprof", []))
+            text.append(f"== {key[0]} {key[1]}, boot {n + 1} of {len(runs)}"
+                        + (" (failed)" if row is None else ""))
+            text.extend(row.pop("kprof", []) if row is not None else [])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text) + "\n")
     print(f"guest kernel profiles: {out}")
@@ -848,18 +858,22 @@ def write_profiles(measured: dict[tuple, list[dict]]) -> Path:
 
 
 def tput_reference(floor_runs: list, rounds: int, position: int, rows: int) -> list:
-    """No IOMMU's rates to hold a row's @rounds against. With one no-IOMMU
-    boot a round, that boot's. With two a round (@floor_runs in boot order:
-    the round's first boot and its last, the @rows rows booted between
-    them), the line between the two at the row's @position in the round (1
-    for the first row): a machine that drifts over a round moves the
-    reference with it, and the two boots' own noise halves."""
+    """No IOMMU's rates to hold a row's @rounds against, one a round (None
+    where there is none). With one no-IOMMU boot a round, that boot's. With
+    two a round (@floor_runs in boot order: the round's first boot and its
+    last, the @rows rows booted between them), the line between the two at
+    the row's @position in the round (1 for the first row): a machine that
+    drifts over a round moves the reference with it, and the two boots'
+    own noise halves. Where one of the two failed (None, see
+    measure_rounds()), the other alone."""
     if len(floor_runs) != 2 * rounds:
         return list(floor_runs)
     out = []
     for first, last in zip(floor_runs[0::2], floor_runs[1::2]):
-        out.append(first + (last - first) * position / (rows + 1)
-                   if first and last else None)
+        if first and last:
+            out.append(first + (last - first) * position / (rows + 1))
+        else:
+            out.append(first or last or None)
     return out
 
 
@@ -877,7 +891,8 @@ def add_tput_ratios(rows: list[dict]) -> None:
         for rate in TPUT_RATES:
             runs = row[f"{rate}_runs"]
             ref = tput_reference(floor[f"{rate}_runs"], len(runs), position, len(judged))
-            ratios = [round(a / b, 2) if b else None for a, b in zip(runs, ref)]
+            ratios = [round(a / b, 2) if a is not None and b else None
+                      for a, b in zip(runs, ref)]
             row[f"{rate}_vs_none_runs"] = ratios
             paired = [r for r in ratios if r is not None]
             if paired:
@@ -946,8 +961,9 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
 
     # No IOMMU opens and closes every round: each row's round is held
     # against the two boots around it (tput_reference())
-    floor = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items() if key[0] == "none"]
-    judged = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items() if key[0] != "none"]
+    runs = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items()]
+    floor = [run for run in runs if run[0][0] == "none"]
+    judged = [run for run in runs if run[0][0] != "none"]
     if build:
         qemu_build.build()
     measured, errors = measure_rounds(floor + judged + floor, tput_row, 1, seconds, rounds,

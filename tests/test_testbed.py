@@ -627,6 +627,50 @@ def test_bench_throughput_ratios_and_goal():
                      [f"pt-posted {k}, round 2: 0.89x" for k in bench.TPUT_RATES])
 
 
+def test_bench_rounds_keep_their_places_when_a_boot_fails(monkeypatch):
+    """A boot that fails leaves None in its round's place (measure_rounds()),
+    so rows still pair by round: no IOMMU's first and last boots of each
+    round (the last of round 1 failed: its first alone is the reference),
+    6.12's rounds against ours in bench-viommu (ours failed round 1: no
+    ratio and no "slower" line for it), and a key whose every boot failed
+    has no row."""
+    from testbed import bench
+    from testbed.shell import StepError
+    monkeypatch.setattr(bench.initramfs, "base_image", lambda target: None)
+    # Boot order: none, pt, none, gone; none, pt, none, gone
+    rates = iter([10.0, 9.0, None, None, 8.0, 3.0, 4.0, None])
+    monkeypatch.setattr(bench.boot, "run_scenario", lambda sc: next(rates))
+
+    def row_of(key, rate):
+        if rate is None:
+            raise StepError(f"{key[0]} failed")
+        return {"iommu": key[0], "mode": key[1],
+                **dict.fromkeys(bench.TPUT_RATES, rate)}
+
+    sc = types.SimpleNamespace(kernel="x86_64", name="bench")
+    floor, pt, gone = (("none", "-"), sc), (("pt", "strict"), sc), (("gone", "-"), sc)
+    measured, errors = bench.measure_rounds([floor, pt, floor, gone], row_of, 1, 1, 2,
+                                            False, prepare=lambda sc, threads, secs: sc)
+    assert len(errors) == 3 and sorted(measured) == [("none", "-"), ("pt", "strict")]
+    assert measured[("none", "-")][1] is None
+    rows = [bench.median_row(measured[key], bench.TPUT_RATES, bench.TPUT_RATES)
+            for key in (("pt", "strict"), ("none", "-"))]
+    assert rows[1]["disk_read_mb_s_runs"] == [10.0, None, 8.0, 4.0]
+    assert rows[1]["disk_read_mb_s"] == 8.0 and rows[1]["runs"] == 3
+    bench.add_tput_ratios(rows)
+    # Round 1: 9 against the first boot's 10; round 2: 3 against 6, half
+    # way from 8 to 4
+    assert rows[0]["disk_read_mb_s_vs_none_runs"] == [0.9, 0.5]
+    assert bench.tput_reference([None, None, 8.0, 4.0], 2, 1, 1) == [None, 6.0]
+    ours = bench.median_row([None, {"driver": "ours", "mode": "strict", "map_ns": 300,
+                                    "unmap_ns": 100}], bench.VIOMMU_MEDIANS)
+    theirs = bench.median_row([{"driver": "6.12", "mode": "strict", "map_ns": 100,
+                                "unmap_ns": 100}] * 2, bench.VIOMMU_MEDIANS)
+    bench.add_paired_ratios(ours, [ours, theirs])
+    assert ours["map_vs_612_runs"] == [None, 3.0] and ours["map_vs_612"] == 3.0
+    assert bench.slower_than_612([ours, theirs]) == ["strict map, round 2: 3.00x"]
+
+
 def test_timeline_splits_each_disk_request_into_turns(tmp_path):
     """TIMELINE=1: QEMU's timed trace of the disk read as a chain of
     requests; each one followed by one of the same direction splits into
