@@ -260,9 +260,11 @@ LIMITS = (
 # (virtio_ring.map_sg), and page by page again with it off. net-rx-frag: the NIC's received
 # packets cost the domain an unmap per page fragment (some twenty buffers),
 # not one per buffer (virtio_net.map_rx_frags), and one per buffer again
-# with it off.
-PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "vfio-edu",
-            "viommu-stats")
+# with it off. net-tx-copy: the NIC's sent frames cost the domain no unmap
+# (virtio_net.tx_copy: copied into slots the ring maps once), and one a
+# packet at least with it off.
+PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "net-tx-copy",
+            "vfio-edu", "viommu-stats")
 PT_TRACE = ("virtio_iommu_attach_table", "virtio_iommu_invalidate")
 PT_X86_ENV = {"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "VTD_SL"}
 PT = (
@@ -375,8 +377,8 @@ _ALL = (
         "the virtio-iommu scenario with strict DMA domains (iommu.strict=1), "
         "and two CPUs mapping side by side combining their kicks",
         "q35-virtio-iommu", "x86_64",
-        ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "vfio-edu",
-         "dma-bench", "viommu-stats"),
+        ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "net-tx-copy",
+         "vfio-edu", "dma-bench", "viommu-stats"),
         devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1" + COMBINE_ON,
         env={"TB_VIOMMU_DOMAIN": "dma-strict", **COMBINE_CHECK}),

@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0
+# virtio-net copies each frame of up to a standard MTU it sends into a slot
+# the ring maps once (virtio_net.tx_copy, on by default, read when the
+# driver sets up its queues; virtqueue_set_copy_out()), where the ring
+# mapped each packet and unmapped it once sent. The NIC's driver is
+# unbound and bound again with it off, then on, and a base64 blob
+# (TB_NET_UP_MB MiB of random bytes) posted to the host each time: the
+# host answers with the digest of what it received, which must be the
+# blob's. QEMU's user network offers no segmentation offload, so every
+# frame sent is a standard one. The IOMMU domains' unmaps (the
+# virtio-iommu driver's debugfs domain lines, all of the guest's DMA
+# meanwhile) are counted against the packets eth0 sent. Mapped, every
+# sent packet costs at least one unmap. Copied, a sent packet costs none:
+# what is left are the received acknowledgements' page fragments (some
+# twenty buffers an unmap, see net-rx-frag), under one per four packets
+# sent. Rebinding also frees the slots with the queues and sets them up
+# again.
+. /steps/lib.sh
+param=/sys/module/virtio_net/parameters/tx_copy
+drv=/sys/bus/virtio/drivers/virtio_net
+check "virtio_net.tx_copy is there and on ($(cat $param 2>/dev/null))" \
+	[ "$(cat $param 2>/dev/null)" = Y ]
+viommu_stats_file
+vdev=$(basename "$(readlink /sys/class/net/eth0/device)")
+check "eth0 is virtio device $vdev, bound to virtio_net" [ -e "$drv/$vdev" ]
+dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
+want=$(sha256sum /tmp/up | cut -d' ' -f1)
+
+unmaps() {
+	viommu_domain_sum "$stats" unmaps
+}
+
+netstat() {
+	cat "/sys/class/net/eth0/statistics/$1"
+}
+
+# pass TX_COPY: rebind the NIC's driver with the parameter set so and post
+# the blob; sets got, unmapped and tx
+pass() {
+	echo "$1" > $param
+	echo "$vdev" > $drv/unbind
+	echo "$vdev" > $drv/bind
+	net_up
+	u0=$(unmaps)
+	tx0=$(netstat tx_packets)
+	got=$(wget -q -O - --post-file /tmp/up "http://10.0.2.2:$TB_HTTP_PORT/sink")
+	unmapped=$(($(unmaps) - u0))
+	tx=$(($(netstat tx_packets) - tx0))
+	diag "tx_copy=$1: $unmapped unmaps, $tx packets sent"
+}
+
+pass 0
+check "mapped: the upload arrives intact" [ "$got" = "$want" ]
+check "mapped: at least one unmap per sent packet ($unmapped for $tx)" \
+	[ "$tx" -gt 0 -a "$unmapped" -ge "$tx" ]
+pass 1
+check "copied: the upload arrives intact" [ "$got" = "$want" ]
+check "copied: under one unmap per four sent packets ($unmapped for $tx)" \
+	[ "$tx" -gt 0 -a "$unmapped" -le $((tx / 4)) ]
+plan
