@@ -617,13 +617,18 @@ TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
              # the device that serves the queue first: INVALIDATEs unnotified
              ("pt-posted", "strict"): ("q35-virtio-iommu-pt-posted",
                                        "iommu.strict=1"),
+             # page-table strict with virtio-net's sent frames mapped, not
+             # copied into the ring's slots: what the copy saves
+             ("pt-txmap", "strict"): ("q35-virtio-iommu-pt",
+                                      "iommu.strict=1 virtio_net.tx_copy=0"),
              # page-table strict with virtio_ring mapping page by page and
-             # virtio-net each receive buffer, as 6.12 does: what one
-             # dma_map_sg() per direction and one map per receive page
-             # fragment save
+             # virtio-net each buffer, as 6.12 does: what one dma_map_sg()
+             # per direction, one map per receive page fragment and the
+             # copied frames save
              ("pt-paged", "strict"): ("q35-virtio-iommu-pt",
                                       "iommu.strict=1 virtio_ring.map_sg=0 "
-                                      "virtio_net.map_rx_frags=0"),
+                                      "virtio_net.map_rx_frags=0 "
+                                      "virtio_net.tx_copy=0"),
              ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
                                        "iommu.strict=1 virtio_iommu.map_unmap=1"),
              ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),
