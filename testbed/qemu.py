@@ -25,6 +25,7 @@ class Machine:
     iommu_device: str = ""     # a -device that is the IOMMU, if any
     patched: bool = False      # runs our patched build (testbed/qemu_build.py)
     host_tsc: bool = False     # tell the guest the TSC frequency (see below)
+    globals_: tuple[str, ...] = ()  # -global DRIVER.PROP=VALUE settings
 
     @property
     def has_iommu(self) -> bool:
@@ -111,9 +112,12 @@ MACHINES = {m.name: m for m in (
             patched=True),
     # The same device saying it caches non-present entries (INVAL_MAP): the
     # guest must invalidate what it maps, or its device's accesses fault.
+    # Its NIC's virtqueues are packed rings: virtio_ring's packed paths
+    # behind the IOMMU (the receive fragments mapped once, the sent frames
+    # copied into slots) run there.
     Machine("q35-virtio-iommu-pt-invalmap", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-inval-map=on",
-            patched=True),
+            patched=True, globals_=("virtio-net-pci.packed=on",)),
     # The same device caching no translation (NO_CACHE, QEMU patch 0035):
     # the guest sends no INVALIDATE for the leaves it clears.
     Machine("q35-virtio-iommu-pt-nocache", "qemu-system-x86_64", "q35", "max",
@@ -224,6 +228,8 @@ def command(m: Machine, g: Guest) -> list[str]:
     if g.transport == "mmio":
         # Legacy virtio-mmio (QEMU's default) has no ACCESS_PLATFORM bit.
         cmd += ["-global", "virtio-mmio.force-legacy=false"]
+    for setting in m.globals_:
+        cmd += ["-global", setting]
     for dev in g.devices:
         cmd += device_args(m, g, dev)
     if g.trace and g.trace_log:

@@ -277,12 +277,12 @@ PT = (
         env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-lazy"}),
     _sc("x86_64-virtio-iommu-pt-invalmap",
         "x86_64-virtio-iommu-pt, strict, the device asking for INVALIDATEs "
-        "after maps (attach-table-inval-map=on)",
+        "after maps (attach-table-inval-map=on), the NIC on packed rings",
         "q35-virtio-iommu-pt-invalmap", "x86_64", PT_STEPS,
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
         env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-strict",
-             "TB_VIOMMU_INVAL_MAP": "1"}),
+             "TB_VIOMMU_INVAL_MAP": "1", "TB_NET_PACKED": "1"}),
     _sc("arm64-virtio-iommu-pt",
         "arm64 virt + virtio-iommu-pci walking the guest's ARMv8 stage-1 tables "
         "(patched QEMU): disk, NIC, VFIO edu, strict domains",

@@ -77,3 +77,26 @@ viommu_domain_sum() {
 		for (i = 2; i <= NF; i++) if (index($i, k) == 1)
 			n += substr($i, length(k) + 1) } END { print n + 0 }' "$1"
 }
+
+# nic_rebind PARAM VALUE: set virtio_net's parameter PARAM (one the driver
+# reads when it sets up its queues), unbind eth0's virtio device from
+# virtio_net and bind it again, and bring eth0 up. One test that PARAM was
+# there and on before, and that eth0 is bound to virtio_net, the first time.
+nic_rebind() {
+	nic_drv=/sys/bus/virtio/drivers/virtio_net
+	if [ -z "$nic_vdev" ]; then
+		check "virtio_net.$1 is there and on ($(cat /sys/module/virtio_net/parameters/$1 2>/dev/null))" \
+			[ "$(cat /sys/module/virtio_net/parameters/$1 2>/dev/null)" = Y ]
+		nic_vdev=$(basename "$(readlink /sys/class/net/eth0/device)")
+		check "eth0 is virtio device $nic_vdev, bound to virtio_net" [ -e "$nic_drv/$nic_vdev" ]
+	fi
+	echo "$2" > "/sys/module/virtio_net/parameters/$1"
+	echo "$nic_vdev" > $nic_drv/unbind
+	echo "$nic_vdev" > $nic_drv/bind
+	net_up
+}
+
+# eth0_stat NAME: eth0's counter NAME (/sys/class/net/eth0/statistics)
+eth0_stat() {
+	cat "/sys/class/net/eth0/statistics/$1"
+}

@@ -15,36 +15,19 @@
 # received packets. Rebinding also runs the driver's teardown with fragments still
 # mapped, and its setup again.
 . /steps/lib.sh
-param=/sys/module/virtio_net/parameters/map_rx_frags
-drv=/sys/bus/virtio/drivers/virtio_net
-check "virtio_net.map_rx_frags is there and on ($(cat $param 2>/dev/null))" \
-	[ "$(cat $param 2>/dev/null)" = Y ]
 viommu_stats_file
-vdev=$(basename "$(readlink /sys/class/net/eth0/device)")
-check "eth0 is virtio device $vdev, bound to virtio_net" [ -e "$drv/$vdev" ]
-
-unmaps() {
-	viommu_domain_sum "$stats" unmaps
-}
-
-netstat() {
-	cat "/sys/class/net/eth0/statistics/$1"
-}
 
 # pass MAP_RX_FRAGS: rebind the NIC's driver with the parameter set so and
 # download the blob; sets sum, unmapped, rx and tx
 pass() {
-	echo "$1" > $param
-	echo "$vdev" > $drv/unbind
-	echo "$vdev" > $drv/bind
-	net_up
-	u0=$(unmaps)
-	rx0=$(netstat rx_packets)
-	tx0=$(netstat tx_packets)
+	nic_rebind map_rx_frags "$1"
+	u0=$(viommu_domain_sum "$stats" unmaps)
+	rx0=$(eth0_stat rx_packets)
+	tx0=$(eth0_stat tx_packets)
 	sum=$(blob_sha256)
-	unmapped=$(($(unmaps) - u0))
-	rx=$(($(netstat rx_packets) - rx0))
-	tx=$(($(netstat tx_packets) - tx0))
+	unmapped=$(($(viommu_domain_sum "$stats" unmaps) - u0))
+	rx=$(($(eth0_stat rx_packets) - rx0))
+	tx=$(($(eth0_stat tx_packets) - tx0))
 	diag "map_rx_frags=$1: $unmapped unmaps, $rx packets received, $tx sent"
 }
 

@@ -14,42 +14,32 @@
 # what is left are the received acknowledgements' page fragments (some
 # twenty buffers an unmap, see net-rx-frag), under one per four packets
 # sent. Rebinding also frees the slots with the queues and sets them up
-# again.
+# again. With TB_NET_PACKED=1 the NIC must have packed rings, whose path
+# copies into the slot of the buffer's ID, not its head descriptor's.
 . /steps/lib.sh
-param=/sys/module/virtio_net/parameters/tx_copy
-drv=/sys/bus/virtio/drivers/virtio_net
-check "virtio_net.tx_copy is there and on ($(cat $param 2>/dev/null))" \
-	[ "$(cat $param 2>/dev/null)" = Y ]
 viommu_stats_file
-vdev=$(basename "$(readlink /sys/class/net/eth0/device)")
-check "eth0 is virtio device $vdev, bound to virtio_net" [ -e "$drv/$vdev" ]
 dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
 want=$(sha256sum /tmp/up | cut -d' ' -f1)
-
-unmaps() {
-	viommu_domain_sum "$stats" unmaps
-}
-
-netstat() {
-	cat "/sys/class/net/eth0/statistics/$1"
-}
 
 # pass TX_COPY: rebind the NIC's driver with the parameter set so and post
 # the blob; sets got, unmapped and tx
 pass() {
-	echo "$1" > $param
-	echo "$vdev" > $drv/unbind
-	echo "$vdev" > $drv/bind
-	net_up
-	u0=$(unmaps)
-	tx0=$(netstat tx_packets)
+	nic_rebind tx_copy "$1"
+	u0=$(viommu_domain_sum "$stats" unmaps)
+	tx0=$(eth0_stat tx_packets)
 	got=$(wget -q -O - --post-file /tmp/up "http://10.0.2.2:$TB_HTTP_PORT/sink")
-	unmapped=$(($(unmaps) - u0))
-	tx=$(($(netstat tx_packets) - tx0))
+	unmapped=$(($(viommu_domain_sum "$stats" unmaps) - u0))
+	tx=$(($(eth0_stat tx_packets) - tx0))
 	diag "tx_copy=$1: $unmapped unmaps, $tx packets sent"
 }
 
 pass 0
+# TB_NET_PACKED=1: the NIC's virtqueues must be packed rings (feature bit
+# 34, VIRTIO_F_RING_PACKED), the 35th character of the features file
+if [ "$TB_NET_PACKED" = 1 ]; then
+	check "eth0's virtqueues are packed rings" \
+		[ "$(cut -c35 "/sys/bus/virtio/devices/$nic_vdev/features")" = 1 ]
+fi
 check "mapped: the upload arrives intact" [ "$got" = "$want" ]
 check "mapped: at least one unmap per sent packet ($unmapped for $tx)" \
 	[ "$tx" -gt 0 -a "$unmapped" -ge "$tx" ]
