@@ -369,13 +369,21 @@ def add_paired_ratios(row: dict, rows: list[dict]) -> None:
     if not ref or ref is row:
         return
     for key in ("map_ns", "unmap_ns"):
-        pairs = list(zip(row.get(f"{key}_runs", []), ref.get(f"{key}_runs", [])))
-        ratios = [round(a / b, 2) if a is not None and b else None for a, b in pairs]
-        paired = [r for r in ratios if r is not None]
-        if paired:
+        ratios, median = ratios_by_round(row.get(f"{key}_runs", []),
+                                         ref.get(f"{key}_runs", []))
+        if median is not None:
             name = key.replace("_ns", "_vs_612")
             row[f"{name}_runs"] = ratios
-            row[name] = round(statistics.median(paired), 2)
+            row[name] = median
+
+
+def ratios_by_round(runs: list, refs: list) -> tuple[list, float | None]:
+    """Each round's value of @runs over @refs' of the same round, None where
+    either has none (a failed boot, see measure_rounds()), and the median
+    of the ratios there are (None without any)."""
+    ratios = [round(a / b, 2) if a is not None and b else None for a, b in zip(runs, refs)]
+    paired = [r for r in ratios if r is not None]
+    return ratios, round(statistics.median(paired), 2) if paired else None
 
 
 # --- make bench-drivers -----------------------------------------------------
@@ -891,12 +899,10 @@ def add_tput_ratios(rows: list[dict]) -> None:
         for rate in TPUT_RATES:
             runs = row[f"{rate}_runs"]
             ref = tput_reference(floor[f"{rate}_runs"], len(runs), position, len(judged))
-            ratios = [round(a / b, 2) if a is not None and b else None
-                      for a, b in zip(runs, ref)]
+            ratios, median = ratios_by_round(runs, ref)
             row[f"{rate}_vs_none_runs"] = ratios
-            paired = [r for r in ratios if r is not None]
-            if paired:
-                row[f"{rate}_vs_none"] = round(statistics.median(paired), 2)
+            if median is not None:
+                row[f"{rate}_vs_none"] = median
 
 
 def tput_table(rows: list[dict]) -> str:

@@ -100,3 +100,18 @@ nic_rebind() {
 eth0_stat() {
 	cat "/sys/class/net/eth0/statistics/$1"
 }
+
+# nic_count_from / nic_count_to: what passed between the two, set by the
+# second: unmapped, the unmaps of the virtio-iommu domains ($stats, see
+# viommu_stats_file; all of the guest's DMA), and rx and tx, the packets
+# eth0 received and sent
+nic_count_from() {
+	u0=$(viommu_domain_sum "$stats" unmaps)
+	rx0=$(eth0_stat rx_packets)
+	tx0=$(eth0_stat tx_packets)
+}
+nic_count_to() {
+	unmapped=$(($(viommu_domain_sum "$stats" unmaps) - u0))
+	rx=$(($(eth0_stat rx_packets) - rx0))
+	tx=$(($(eth0_stat tx_packets) - tx0))
+}

@@ -21,13 +21,9 @@ viommu_stats_file
 # download the blob; sets sum, unmapped, rx and tx
 pass() {
 	nic_rebind map_rx_frags "$1"
-	u0=$(viommu_domain_sum "$stats" unmaps)
-	rx0=$(eth0_stat rx_packets)
-	tx0=$(eth0_stat tx_packets)
+	nic_count_from
 	sum=$(blob_sha256)
-	unmapped=$(($(viommu_domain_sum "$stats" unmaps) - u0))
-	rx=$(($(eth0_stat rx_packets) - rx0))
-	tx=$(($(eth0_stat tx_packets) - tx0))
+	nic_count_to
 	diag "map_rx_frags=$1: $unmapped unmaps, $rx packets received, $tx sent"
 }
 

@@ -22,14 +22,12 @@ dd if=/dev/urandom bs=1M count="$TB_NET_UP_MB" 2>/dev/null | base64 > /tmp/up
 want=$(sha256sum /tmp/up | cut -d' ' -f1)
 
 # pass TX_COPY: rebind the NIC's driver with the parameter set so and post
-# the blob; sets got, unmapped and tx
+# the blob; sets got, unmapped, rx and tx
 pass() {
 	nic_rebind tx_copy "$1"
-	u0=$(viommu_domain_sum "$stats" unmaps)
-	tx0=$(eth0_stat tx_packets)
+	nic_count_from
 	got=$(wget -q -O - --post-file /tmp/up "http://10.0.2.2:$TB_HTTP_PORT/sink")
-	unmapped=$(($(viommu_domain_sum "$stats" unmaps) - u0))
-	tx=$(($(eth0_stat tx_packets) - tx0))
+	nic_count_to
 	diag "tx_copy=$1: $unmapped unmaps, $tx packets sent"
 }
 
