@@ -149,7 +149,8 @@ def run_scenario(name: str | Scenario) -> Result:
                    TB_DISK_READ_MB=str(DISK_READ_MB),
                    TB_DISK_WRITE_MB=str(DISK_WRITE_MB),
                    TB_DISK_SCRATCH_OFF_MB=str(DISK_READ_MB + DISK_WRITE_MB),
-                   TB_DISK_SCRATCH_MB=str(DISK_SCRATCH_MB))
+                   TB_DISK_SCRATCH_MB=str(DISK_SCRATCH_MB),
+                   TB_DISK_SERIAL=qemu.DISK_SERIAL)
     server = None
     if "net" in sc.devices:
         handler = type("Blobs", (_Blobs,), {"blob": _pattern(2, NET_DOWN_MB),

@@ -168,10 +168,14 @@ def _virtio(m: Machine, g: Guest, kind: str, extra: str) -> str:
     return f"{model},{extra}{opts}"
 
 
+# The disk's serial number: the guest reads it back (GET_ID) in blk-copy-slots
+DISK_SERIAL = "tb-disk0"
+
+
 def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
     if dev == "blk":
         return ["-drive", f"file={g.disk},if=none,id=disk0,format=raw,cache=unsafe",
-                "-device", _virtio(m, g, "blk", "drive=disk0")]
+                "-device", _virtio(m, g, "blk", f"drive=disk0,serial={DISK_SERIAL}")]
     if dev == "net":
         extra = "netdev=net0" + (",romfile=" if g.transport == "pci" else "")
         return ["-netdev", "user,id=net0", "-device", _virtio(m, g, "net", extra)]

@@ -257,13 +257,17 @@ LIMITS = (
 # fallback format, walked by the AMD IOMMU model's walk. ring-map-sg: the
 # disk's direct reads cost the domain one unmap per direction of a request,
 # its descriptor table going with the out buffers, not one per page
-# (virtio_ring.map_sg), and page by page again with it off. net-rx-frag: the NIC's received
+# (virtio_ring.map_sg), and page by page again with it off. blk-copy-slots:
+# with virtio_blk.copy_slots off, then on (the driver rebound), the disk's
+# serial number and data read back, a GET_ID maps nothing in the slots and
+# a direct read one range fewer (its table and header in the slot: one
+# strict INVALIDATE a read). net-rx-frag: the NIC's received
 # packets cost the domain an unmap per page fragment (some twenty buffers),
 # not one per buffer (virtio_net.map_rx_frags), and one per buffer again
 # with it off. net-tx-copy: the NIC's sent frames cost the domain no unmap
 # (virtio_net.tx_copy: copied into slots the ring maps once), and one a
 # packet at least with it off.
-PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "net-tx-copy",
+PT_STEPS = ("iommu-info", "blk", "ring-map-sg", "blk-copy-slots", "net", "net-rx-frag", "net-tx-copy",
             "vfio-edu", "viommu-stats")
 PT_TRACE = ("virtio_iommu_attach_table", "virtio_iommu_invalidate")
 PT_X86_ENV = {"TB_VIOMMU_MODE": "table", "TB_VIOMMU_FORMAT": "VTD_SL"}
@@ -377,8 +381,8 @@ _ALL = (
         "the virtio-iommu scenario with strict DMA domains (iommu.strict=1), "
         "and two CPUs mapping side by side combining their kicks",
         "q35-virtio-iommu", "x86_64",
-        ("iommu-info", "blk", "ring-map-sg", "net", "net-rx-frag", "net-tx-copy",
-         "vfio-edu", "dma-bench", "viommu-stats"),
+        ("iommu-info", "blk", "ring-map-sg", "blk-copy-slots", "net", "net-rx-frag",
+         "net-tx-copy", "vfio-edu", "dma-bench", "viommu-stats"),
         devices=("blk", "net", "edu", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1" + COMBINE_ON,
         env={"TB_VIOMMU_DOMAIN": "dma-strict", **COMBINE_CHECK}),
@@ -617,18 +621,21 @@ TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
              # the device that serves the queue first: INVALIDATEs unnotified
              ("pt-posted", "strict"): ("q35-virtio-iommu-pt-posted",
                                        "iommu.strict=1"),
-             # page-table strict with virtio-net's sent frames mapped, not
-             # copied into the ring's slots: what the copy saves
-             ("pt-txmap", "strict"): ("q35-virtio-iommu-pt",
-                                      "iommu.strict=1 virtio_net.tx_copy=0"),
+             # page-table strict with no copy slot: virtio-net's sent
+             # frames, virtio-blk's tables, headers and statuses mapped,
+             # not copied into the ring's slots: what the copies save
+             ("pt-mapped", "strict"): ("q35-virtio-iommu-pt",
+                                       "iommu.strict=1 virtio_net.tx_copy=0 "
+                                       "virtio_blk.copy_slots=0"),
              # page-table strict with virtio_ring mapping page by page and
              # virtio-net each buffer, as 6.12 does: what one dma_map_sg()
              # per direction, one map per receive page fragment and the
-             # copied frames save
+             # copy slots save
              ("pt-paged", "strict"): ("q35-virtio-iommu-pt",
                                       "iommu.strict=1 virtio_ring.map_sg=0 "
                                       "virtio_net.map_rx_frags=0 "
-                                      "virtio_net.tx_copy=0"),
+                                      "virtio_net.tx_copy=0 "
+                                      "virtio_blk.copy_slots=0"),
              ("map-unmap", "strict"): ("q35-virtio-iommu-pt",
                                        "iommu.strict=1 virtio_iommu.map_unmap=1"),
              ("pt", "lazy"): ("q35-virtio-iommu-pt", "iommu.strict=0"),

@@ -110,7 +110,7 @@ def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
     assert "virtio-mmio.force-legacy=false" in cmd
     devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
     assert devs[0] == "virtio-iommu-pci"
-    assert devs[1] == "virtio-blk-device,drive=disk0,iommu_platform=on"
+    assert devs[1] == "virtio-blk-device,drive=disk0,serial=tb-disk0,iommu_platform=on"
     assert devs[2] == "virtio-net-device,netdev=net0,iommu_platform=on"
     assert devs[3] == "edu"
 
@@ -140,7 +140,7 @@ def test_qemu_command_puts_x86_virtio_on_mmio_behind_the_iommu(tmp_path):
     assert (f"tsc_early_khz={khz}" in append.split()) == bool(khz)
     devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
     assert devs == ["virtio-iommu-pci",
-                    "virtio-blk-device,drive=disk0,iommu_platform=on",
+                    "virtio-blk-device,drive=disk0,serial=tb-disk0,iommu_platform=on",
                     "virtio-net-device,netdev=net0,iommu_platform=on", "edu"]
     # Other machines are not told
     q35 = command(MACHINES["q35-virtio-iommu"], g)

@@ -8,9 +8,10 @@
 # driver's debugfs domain lines: its unmap_pages() calls, one per page size
 # of a range) at most 4 a request by the list (the indirect table with the
 # header, the data and status: 2, or 3 where the 68 KiB of data and status
-# unmap as 64 KiB and 4 KiB pages, AMD v1's and MAP/UNMAP mode's; other DMA
-# meanwhile) against at least 16 page by page (16 data pages, the header,
-# the status and the table: 19).
+# unmap as 64 KiB and 4 KiB pages, AMD v1's and MAP/UNMAP mode's; 1 or 2
+# with virtio-blk's copy slots, see blk-copy-slots; other DMA meanwhile)
+# against at least 16 page by page (16 data pages, the header, the status
+# and the table: 19).
 . /steps/lib.sh
 param=/sys/module/virtio_ring/parameters/map_sg
 dev=/dev/vda
