@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeline", action="store_true",
                    help="time each disk request's turns from QEMU's trace "
                         "(testbed/timeline.py; the rows gain \"timeline\")")
+    p.add_argument("--rows", default="",
+                   help="comma-separated rows to boot beside no IOMMU, as "
+                        "<iommu>-<mode> (pt-strict,pt-mapped-strict); default: all")
     p.add_argument("--rounds", type=int, default=3,
                    help="boots of each row, in turn; rows are medians")
     p.add_argument("--no-build", action="store_true",
@@ -180,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-throughput":
             from . import bench
             bench.throughput(args.seconds, not args.no_build, args.rounds, args.profile,
-                             args.timeline)
+                             args.timeline, tuple(r for r in args.rows.split(",") if r))
         elif args.cmd == "bench-vhost":
             from . import bench
             bench.vhost(args.seconds, not args.no_build)

@@ -942,8 +942,22 @@ def below_goal(rows: list[dict]) -> list[str]:
     return out
 
 
+def tput_runs(scenarios: dict, rows: tuple[str, ...] = ()) -> list[tuple]:
+    """The (key, scenario) pairs of `make bench-throughput`, no IOMMU's
+    always, the others' only those named "<iommu>-<mode>" in @rows (all
+    without any): a change's two rows, paired in more rounds for the time
+    every row's rounds take. An unknown name is an error."""
+    names = {f"{k[0]}-{k[1]}": k for k in scenarios}
+    unknown = [r for r in rows if r not in names]
+    if unknown:
+        raise StepError(f"no throughput row {', '.join(unknown)} (rows: {', '.join(names)})")
+    return [(k, sc) for k, sc in scenarios.items()
+            if k[0] == "none" or not rows or f"{k[0]}-{k[1]}" in rows]
+
+
 def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
-               profile: bool = False, turns: bool = False) -> Path:
+               profile: bool = False, turns: bool = False,
+               rows_: tuple[str, ...] = ()) -> Path:
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
     kernel, one QEMU binary, the rows booted in turn @rounds times, each
@@ -953,7 +967,8 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
     build/bench/throughput-profile.txt. With @turns, QEMU
     traces the disk with timestamps (which costs the rates a little) and
     each row gains "timeline": where a disk request's time went, in the
-    guest and in QEMU (testbed/timeline.py), medians and every round."""
+    guest and in QEMU (testbed/timeline.py), medians and every round. With
+    @rows_, those rows alone beside no IOMMU (tput_runs())."""
     from .scenarios import TPUT_SCENARIOS
     env = {"TB_BENCH_SECONDS": str(seconds), **({"TB_KPROF": "1"} if profile else {})}
 
@@ -967,7 +982,7 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
 
     # No IOMMU opens and closes every round: each row's round is held
     # against the two boots around it (tput_reference())
-    runs = [(key, timed(sc)) for key, sc in TPUT_SCENARIOS.items()]
+    runs = [(key, timed(sc)) for key, sc in tput_runs(TPUT_SCENARIOS, rows_)]
     floor = [run for run in runs if run[0][0] == "none"]
     judged = [run for run in runs if run[0][0] != "none"]
     if build:

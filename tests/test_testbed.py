@@ -834,3 +834,16 @@ def test_device_trace_off_leaves_only_the_scenarios_own_events():
     assert dataclasses.replace(sc, device_trace=False).trace == ()
     timed = dataclasses.replace(sc, device_trace=False, extra_trace=("virtio_queue_notify",))
     assert timed.trace == ("virtio_queue_notify",)
+
+
+def test_bench_throughput_rows_pick_the_named_beside_no_iommu():
+    from testbed import bench
+    from testbed.scenarios import TPUT_SCENARIOS
+    every = bench.tput_runs(TPUT_SCENARIOS)
+    assert [k for k, _ in every] == list(TPUT_SCENARIOS)
+    two = bench.tput_runs(TPUT_SCENARIOS, ("pt-strict", "pt-mapped-strict"))
+    assert sorted(k for k, _ in two) == [("none", "-"), ("pt", "strict"),
+                                         ("pt-mapped", "strict")]
+    from testbed.shell import StepError
+    with pytest.raises(StepError, match="no throughput row pt-bogus"):
+        bench.tput_runs(TPUT_SCENARIOS, ("pt-bogus",))
