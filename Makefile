@@ -10,7 +10,7 @@ KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
 	boot kunit lint check run run-vhost clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
-	bench-mmio bench-throughput bench-nested check-full
+	bench-mmio bench-throughput bench-ab bench-nested check-full
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -32,6 +32,7 @@ help:
 	@echo "make bench-drivers [I=amd-iommu] [THREADS=2 SECONDS=20 ROUNDS=3]  each IOMMU driver's old page tables vs generic_pt -> build/bench/drivers.json"
 	@echo "make bench-vhost [SECONDS=5 ROUNDS=1]  vhost-iommu MAP/UNMAP at 1, 16, 256 requests a kick, and INVALIDATE vs UNMAP -> build/bench/vhost.json, vhost-table.json; nested L2 NIC (download, upload, small HTTP requests, TCP round trips) and dma_map_benchmark: QEMU's virtio-iommu, vhost-iommu without and with posted MAP, no IOMMU -> vhost-guest.json"
 	@echo "make bench-throughput [TPUT_SECONDS=5 ROUNDS=3 PROFILE=0 TIMELINE=0 TPUT_ROWS=pt-strict,...]  disk and NIC rates: virtio-iommu in page-table and MAP/UNMAP mode, strict and lazy, vs intel-iommu (strict) and no IOMMU -> build/bench/throughput.json (bench-viommu runs it too)"
+	@echo "make bench-ab [AB=virtio_blk.copy_slots PAIRS=5 AB_SECONDS=2 AB_ROW=pt-strict]  one boot, a driver parameter off and on by turns (ABBA): 64 KiB disk reads and writes, on/off by pair -> build/bench/ab.json"
 	@echo "make bench-nested [SECONDS=2 ROUNDS=3]  VFIO nesting: a guest map+unmap as a stage-1 entry and INVALIDATE vs a MAP_DMA/UNMAP_DMA (today's userspace VMM), edu DMA through each and with no vIOMMU, behind intel-iommu and amd-iommu -> build/bench/nested.json"
 	@echo "make bench-mmio [SECONDS=10 ROUNDS=3 ARCH=all|arm64|x86_64]  virtio-net round trips, virtio-blk random reads: virtio-pci, virtio-mmio wired, virtio-mmio with MSI -> build/bench/mmio.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
@@ -86,6 +87,10 @@ bench-viommu: tree
 # The throughput rows alone (issue 18, section 5)
 bench-throughput: tree
 	$(TB) bench-throughput $(if $(TPUT_SECONDS),--seconds $(TPUT_SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(filter 1,$(PROFILE)),--profile) $(if $(filter 1,$(TIMELINE)),--timeline) $(if $(TPUT_ROWS),--rows $(TPUT_ROWS))
+
+# A driver parameter's effect measured within one boot (testbed/bench_ab.py)
+bench-ab: tree
+	$(TB) bench-ab $(if $(AB),--param $(AB)) $(if $(PAIRS),--pairs $(PAIRS)) $(if $(AB_SECONDS),--seconds $(AB_SECONDS)) $(if $(AB_ROW),--row $(AB_ROW))
 
 bench-drivers: tree
 	$(TB) bench-drivers $(I) $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))

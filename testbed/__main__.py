@@ -88,6 +88,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="boot the kernel as it is built")
     p.add_argument("--arch", choices=("all", "arm64", "x86_64"), default="all",
                    help="the machines whose rows to boot (default: both)")
+    p = sub.add_parser("bench-ab",
+                       help="one boot, a driver parameter off and on by turns: "
+                            "64 KiB disk reads and writes, on/off by pair")
+    p.add_argument("--param", default="virtio_blk.copy_slots",
+                   help="a boolean module parameter, module.name")
+    p.add_argument("--pairs", type=int, default=5, help="off/on pairs of passes")
+    p.add_argument("--seconds", type=int, default=2, help="each pass's reads, and writes")
+    p.add_argument("--row", default="pt-strict",
+                   help="the throughput row whose machine to boot (bench-throughput --rows)")
+    p.add_argument("--no-build", action="store_true", help="boot the kernel as it is built")
     p = sub.add_parser("bench-throughput",
                        help="disk and NIC rates: virtio-iommu in page-table and "
                             "MAP/UNMAP mode, strict and lazy, against no IOMMU")
@@ -180,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "bench-nested":
             from . import bench_vfio_nesting
             bench_vfio_nesting.run(args.seconds, args.rounds, not args.no_build)
+        elif args.cmd == "bench-ab":
+            from . import bench_ab
+            bench_ab.run(args.param, args.pairs, args.seconds, args.row, not args.no_build)
         elif args.cmd == "bench-throughput":
             from . import bench
             bench.throughput(args.seconds, not args.no_build, args.rounds, args.profile,

@@ -847,3 +847,26 @@ def test_bench_throughput_rows_pick_the_named_beside_no_iommu():
     from testbed.shell import StepError
     with pytest.raises(StepError, match="no throughput row pt-bogus"):
         bench.tput_runs(TPUT_SCENARIOS, ("pt-bogus",))
+
+
+def test_bench_ab_pairs_passes_either_order():
+    from testbed import bench_ab
+    from testbed.shell import StepError
+    diags = ["ab: value=0 read_mb=400 read_cs=200 write_mb=200 write_cs=200",
+             "ab: value=1 read_mb=440 read_cs=200 write_mb=190 write_cs=200",
+             "ab: value=1 read_mb=420 read_cs=200 write_mb=200 write_cs=200",
+             "ab: value=0 read_mb=400 read_cs=200 write_mb=200 write_cs=200",
+             "other line"]
+    passes = bench_ab.ab_passes(diags)
+    assert [p["value"] for p in passes] == [0, 1, 1, 0]
+    assert passes[0]["read_mb_s"] == 200.0
+    s = bench_ab.ab_summary("virtio_blk.copy_slots", passes)
+    assert [p["read_mb_s_on_off"] for p in s["pairs"]] == [1.1, 1.05]
+    assert [p["write_mb_s_on_off"] for p in s["pairs"]] == [0.95, 1.0]
+    assert s["read_mb_s_on_off_ahead"] == 2 and s["write_mb_s_on_off_ahead"] == 0
+    assert s["read_mb_s_off"] == 200.0 and s["read_mb_s_on"] == 215.0
+    assert "ahead in 2 of 2" in bench_ab.ab_table(s)
+    with pytest.raises(StepError, match="not pairs"):
+        bench_ab.ab_summary("p", passes[:3])
+    with pytest.raises(StepError, match="a pair of passes"):
+        bench_ab.ab_summary("p", [passes[1], passes[2]])
