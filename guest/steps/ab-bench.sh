@@ -8,7 +8,6 @@
 # it so. One "ab:" line a pass for the host; at the end the parameter is
 # set back and the disk must hold what the last pass wrote.
 . /steps/lib.sh
-drv=/sys/bus/virtio/drivers/virtio_blk
 dev=/dev/vda
 mb=$TB_DISK_SCRATCH_MB
 off=$((TB_DISK_SCRATCH_OFF_MB * 16))
@@ -16,22 +15,8 @@ cs=$((${TB_BENCH_SECONDS:-2} * 100))
 param=/sys/module/${TB_AB_PARAM%%.*}/parameters/${TB_AB_PARAM#*.}
 check "$TB_AB_PARAM is a parameter ($(cat "$param" 2>/dev/null))" [ -e "$param" ]
 was=$(cat "$param")
-vdev=$(basename "$(readlink /sys/block/vda/device)")
-check "vda is virtio device $vdev, bound to virtio_blk" [ -e "$drv/$vdev" ]
 dd if=/dev/urandom of=/tmp/ab.w bs=1M count="$mb" 2>/dev/null
 want=$(sha256sum /tmp/ab.w | cut -d' ' -f1)
-
-# timed CMD...: CMD over and over for TB_BENCH_SECONDS; sets n, took, bad
-timed() {
-	n=0
-	bad=0
-	t0=$(now_cs)
-	while [ $(($(now_cs) - t0)) -lt "$cs" ]; do
-		"$@" || bad=$((bad + 1))
-		n=$((n + 1))
-	done
-	took=$(($(now_cs) - t0))
-}
 
 rd() {
 	dd if=$dev of=/dev/null bs=64k count=$((mb * 16)) skip=$off iflag=direct 2>/dev/null
@@ -42,24 +27,12 @@ wr() {
 		conv=notrunc 2>/dev/null
 }
 
-# rebind VALUE: the parameter set so, the disk's driver bound again
-rebind() {
-	echo "$1" > "$param"
-	echo "$vdev" > $drv/unbind
-	echo "$vdev" > $drv/bind
-	k=0
-	while [ ! -b $dev ] && [ $k -lt 50 ]; do
-		sleep 0.1
-		k=$((k + 1))
-	done
-}
-
 failed=0
 i=0
 while [ $i -lt "${TB_AB_PAIRS:-5}" ]; do
 	if [ $((i % 2)) = 0 ]; then order="0 1"; else order="1 0"; fi
 	for v in $order; do
-		rebind "$v"
+		disk_rebind "$param" "$v"
 		timed rd
 		rmb=$((n * mb))
 		rcs=$took
@@ -70,7 +43,7 @@ while [ $i -lt "${TB_AB_PAIRS:-5}" ]; do
 	done
 	i=$((i + 1))
 done
-rebind "$was"
+disk_rebind "$param" "$was"
 check "every pass's reads and writes succeeded ($failed failed)" [ "$failed" -eq 0 ]
 sum=$(dd if=$dev bs=64k count=$((mb * 16)) skip=$off iflag=direct 2>/dev/null |
 	sha256sum | cut -d' ' -f1)

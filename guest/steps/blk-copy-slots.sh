@@ -22,13 +22,10 @@
 #   read then costs at most one INVALIDATE, its data's and status's.
 . /steps/lib.sh
 param=/sys/module/virtio_blk/parameters/copy_slots
-drv=/sys/bus/virtio/drivers/virtio_blk
 dev=/dev/vda
 reqs=$((TB_DISK_READ_MB * 16))
 check "virtio_blk.copy_slots is there and on ($(cat $param 2>/dev/null))" \
 	[ "$(cat $param 2>/dev/null)" = Y ]
-vdev=$(basename "$(readlink /sys/block/vda/device)")
-check "vda is virtio device $vdev, bound to virtio_blk" [ -e "$drv/$vdev" ]
 viommu_stats_file
 
 unmaps() {
@@ -43,14 +40,7 @@ invalidates() {
 # the serial number ten times and the disk; sets serial, id_unmaps, sum,
 # read_unmaps and read_invs
 pass() {
-	echo "$1" > $param
-	echo "$vdev" > $drv/unbind
-	echo "$vdev" > $drv/bind
-	n=0
-	while [ ! -b $dev ] && [ $n -lt 50 ]; do
-		sleep 0.1
-		n=$((n + 1))
-	done
+	disk_rebind $param "$1"
 	u0=$(unmaps)
 	for n in 1 2 3 4 5 6 7 8 9 10; do
 		serial=$(cat /sys/block/vda/serial)

@@ -96,6 +96,41 @@ nic_rebind() {
 	net_up
 }
 
+# disk_rebind FILE VALUE: write VALUE to the module parameter FILE (one
+# virtio_blk reads when it sets up its queues), unbind vda's virtio device
+# from virtio_blk and bind it again, and wait (5 s at most) for /dev/vda.
+# The first time, one test that vda is bound to virtio_blk.
+disk_rebind() {
+	disk_drv=/sys/bus/virtio/drivers/virtio_blk
+	if [ -z "$disk_vdev" ]; then
+		disk_vdev=$(basename "$(readlink /sys/block/vda/device)")
+		check "vda is virtio device $disk_vdev, bound to virtio_blk" \
+			[ -e "$disk_drv/$disk_vdev" ]
+	fi
+	echo "$2" > "$1"
+	echo "$disk_vdev" > $disk_drv/unbind
+	echo "$disk_vdev" > $disk_drv/bind
+	k=0
+	while [ ! -b /dev/vda ] && [ $k -lt 50 ]; do
+		sleep 0.1
+		k=$((k + 1))
+	done
+}
+
+# timed CMD...: CMD over and over until $cs centiseconds (the caller's)
+# have passed; sets n (the passes), took (centiseconds) and bad (the passes
+# that failed)
+timed() {
+	n=0
+	bad=0
+	t0=$(now_cs)
+	while [ $(($(now_cs) - t0)) -lt "$cs" ]; do
+		"$@" || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	took=$(($(now_cs) - t0))
+}
+
 # eth0_stat NAME: eth0's counter NAME (/sys/class/net/eth0/statistics)
 eth0_stat() {
 	cat "/sys/class/net/eth0/statistics/$1"

@@ -16,19 +16,6 @@ secs=${TB_BENCH_SECONDS:-10}
 cs=$((secs * 100))
 mb=$TB_DISK_SCRATCH_MB
 
-# The rate loops: run "$@" until TB_BENCH_SECONDS have passed; sets n (the
-# passes), took (centiseconds) and bad (passes that failed)
-timed() {
-	n=0
-	bad=0
-	t0=$(now_cs)
-	while [ $(($(now_cs) - t0)) -lt "$cs" ]; do
-		"$@" || bad=$((bad + 1))
-		n=$((n + 1))
-	done
-	took=$(($(now_cs) - t0))
-}
-
 # profiled PHASE CMD...: timed CMD...; with TB_KPROF set (`make
 # bench-throughput PROFILE=1`), the guest kernel's functions sampled
 # meanwhile (guest/progs/kprof.c), as "kprof PHASE:" lines
