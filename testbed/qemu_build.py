@@ -50,6 +50,10 @@ CONFIGURE = [f"--target-list={','.join(TARGETS)}", "--without-default-features",
              # vhost-net, and virtio-iommu's vhost back end (/dev/vhost-iommu),
              # for the nested test bed's L1 (testbed/nested.py)
              "--enable-vhost-kernel", "--enable-vhost-net",
+             # vhost-user, for tests/test_qemu_patches.py: a vhost-net
+             # device served by a back end of our own (testbed/vhost_user.py)
+             # runs on any host, which /dev/vhost-net does not
+             "--enable-vhost-user",
              *(f"--with-devices-{t.split('-')[0]}={DEVICES_NAME}" for t in TARGETS)]
 # configure writes the compiler into meson's cross file, so meson would not
 # add ccache by itself: a rebuild after a reconfigure then hits the cache.

@@ -61,6 +61,7 @@ FAULT_R_MAPPING = 2
 FAULT_F_READ, FAULT_F_WRITE, FAULT_F_ADDRESS = 1, 2, 0x100
 
 VIRTIO_F_VERSION_1 = 32
+VIRTIO_F_ACCESS_PLATFORM = 33
 PCI_CAP_VNDR = 0x09
 CAP_COMMON, CAP_NOTIFY, CAP_ISR, CAP_DEVICE = 1, 2, 3, 4
 QSIZE = 16
@@ -78,6 +79,7 @@ class Qtest:
     def __init__(self, board: Board, args: list[str]):
         self.board = board
         self.ram = board.ram
+        self.stderr: str | None = None
         extra = ["-cpu", "max"] if board.exe.endswith("aarch64") else []
         self.proc = subprocess.Popen(
             [str(qemu_build.binary(board.exe)), *qemu_build.firmware_args(),
@@ -111,11 +113,12 @@ class Qtest:
             watchdog.cancel()
 
     def close(self) -> str:
-        """Stop QEMU; its standard error."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        _, err = self.proc.communicate()
-        return err
+        """Stop QEMU; its standard error (again on a second call)."""
+        if self.stderr is None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            _, self.stderr = self.proc.communicate()
+        return self.stderr
 
     # memory and ports
     def read(self, addr: int, size: int) -> bytes:
@@ -170,18 +173,28 @@ class Queue:
     last_used: int = 0
 
 
-class VirtioIommu:
-    """The virtio-iommu-pci at @devfn, BAR 4 at @bar, driven by the tests."""
+class VirtioPci:
+    """A modern virtio-pci device at @devfn, BAR 4 at @bar, brought up to
+    DRIVER_OK with @features (and VERSION_1) and @queues queues of QSIZE,
+    their rings from @ring_off in RAM. No interrupts: the used rings are
+    polled."""
 
-    def __init__(self, q: Qtest, devfn: int, bar: int, features: set[int]):
+    def __init__(self, q: Qtest, devfn: int, bar: int, features: set[int],
+                 queues: int, ring_off: int = RING_OFF):
         self.q = q
         self.devfn = devfn
+        self.ring_off = ring_off
         # 64-bit memory BAR 4 (the modern virtio-pci region), then enable
         q.cfg_write32(devfn, 0x20, bar)
         q.cfg_write32(devfn, 0x24, 0)
         q.cfg_write32(devfn, 0x04, 0x6)      # memory space, bus master
         self.caps = self._caps(bar)
-        c = self.caps[CAP_COMMON]
+        self.queues = self.start(features, queues)
+
+    def start(self, features: set[int], queues: int) -> list[Queue]:
+        """Reset the device and bring it up again (what a driver's probe
+        does): negotiate, set up the queues, DRIVER_OK."""
+        q, c = self.q, self.caps[CAP_COMMON]
         q.writen(c + 0x14, 1, 0)             # reset
         q.writen(c + 0x14, 1, 1 | 2)         # ACKNOWLEDGE | DRIVER
         offered = 0
@@ -197,15 +210,16 @@ class VirtioIommu:
         if not q.readn(c + 0x14, 1) & 8:
             raise QtestError("features refused")
         self.negotiated = want
-        self.req = self._queue(0)
-        self.evt = self._queue(1)
+        vqs = [self._queue(i) for i in range(queues)]
         q.writen(c + 0x14, 1, 1 | 2 | 8 | 4)  # DRIVER_OK
-        cfg = self.caps[CAP_DEVICE]
-        self.probe_size = q.readn(cfg + 0x20, 4)
-        self.page_size_mask = q.readn(cfg + 0x00, 8)
-        self.domain_range = (q.readn(cfg + 0x18, 4), q.readn(cfg + 0x1c, 4))
-        self.buf = q.ram + BUF_OFF
-        self.event_buf = q.ram + BUF_OFF + 0x40000
+        return vqs
+
+    def device_status(self) -> int:
+        return self.q.readn(self.caps[CAP_COMMON] + 0x14, 1)
+
+    def reset(self) -> None:
+        """Write 0 to the device status: the device resets."""
+        self.q.writen(self.caps[CAP_COMMON] + 0x14, 1, 0)
 
     def _caps(self, bar: int) -> dict[int, int]:
         q, caps = self.q, {}
@@ -228,7 +242,7 @@ class VirtioIommu:
         q, c = self.q, self.caps[CAP_COMMON]
         q.writen(c + 0x16, 2, index)         # queue_select
         q.writen(c + 0x18, 2, QSIZE)         # queue_size
-        base = q.ram + RING_OFF + index * 0x4000
+        base = q.ram + self.ring_off + index * 0x4000
         desc, avail, used = base, base + 0x1000, base + 0x2000
         q.write(base, bytes(0x3000))
         for off, val in ((0x20, desc), (0x28, avail), (0x30, used)):
@@ -238,6 +252,20 @@ class VirtioIommu:
         q.writen(c + 0x1c, 2, 1)             # queue_enable
         return Queue(index, desc, avail, used,
                      self.caps[CAP_NOTIFY] + notify_off * self.notify_mult)
+
+
+class VirtioIommu(VirtioPci):
+    """The virtio-iommu-pci at @devfn, BAR 4 at @bar, driven by the tests."""
+
+    def __init__(self, q: Qtest, devfn: int, bar: int, features: set[int]):
+        super().__init__(q, devfn, bar, features, 2)
+        self.req, self.evt = self.queues
+        cfg = self.caps[CAP_DEVICE]
+        self.probe_size = q.readn(cfg + 0x20, 4)
+        self.page_size_mask = q.readn(cfg + 0x00, 8)
+        self.domain_range = (q.readn(cfg + 0x18, 4), q.readn(cfg + 0x1c, 4))
+        self.buf = q.ram + BUF_OFF
+        self.event_buf = q.ram + BUF_OFF + 0x40000
 
     def _post(self, vq: Queue, bufs: list[tuple[int, int, bool]]) -> None:
         """Chain @bufs (address, length, device-writable) and make it

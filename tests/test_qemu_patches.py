@@ -214,13 +214,13 @@ class Rig:
 
     def __init__(self, board: str, props: str = "attach-table=on",
                  features: frozenset = frozenset({qt.F_ATTACH_TABLE}),
-                 events: int = 8):
+                 events: int = 8, extra: tuple[str, ...] = ()):
         self.board = qt.BOARDS[board]
         assert qemu_build.binary(self.board.exe).exists(), "make qemu"
         self.q = qt.Qtest(self.board, [
             "-device", f"virtio-iommu-pci,addr={IOMMU_DEVFN >> 3:#x}.0,{props}",
             "-device", f"edu,addr={EDU_DEVFN >> 3:#x}.0",
-            "-device", f"edu,addr={EDU2_DEVFN >> 3:#x}.0"])
+            "-device", f"edu,addr={EDU2_DEVFN >> 3:#x}.0", *extra])
         # INPUT_RANGE, DOMAIN_RANGE, MAP_UNMAP (for the MAP domain cases), PROBE
         self.v = qt.VirtioIommu(self.q, IOMMU_DEVFN, self.board.mmio,
                                 {0, 1, 2, 4} | set(features))
@@ -763,3 +763,87 @@ def test_no_room_for_head_or_tail_is_used_len_0(rig_factory, kind, side):
     assert ans == b"\xff" * len(ans)
     assert r.v.used_len() == 0
     assert r.v.status(qt.attach(2, EDU_EP)) == qt.S_OK
+
+
+# A vhost device running when an IOMMU region appears under it (qemu/patches
+# 0039): a guest puts an endpoint that was in bypass into a page-table
+# domain while its vhost-net runs. Linux does not (it unbinds the driver,
+# which resets the device, first); a hostile guest may. The vhost-net here
+# is served by testbed/vhost_user.py, which records the device IOTLB
+# messages and asks for translations as a back end does.
+NET_DEVFN = 6 << 3
+NET_EP = NET_DEVFN
+NET_RINGS = 0x110000                # its rings, after the virtio-iommu's
+NEEDS_RESET = 0x40
+VHOST_ATTACH = {
+    # the device caches walks and notifies unmaps: the notifier is taken
+    "caching": ("attach-table=on", True),
+    # the device would tell vhost of no unmap: the notifier is refused
+    "no-cache": ("attach-table=on,attach-table-no-cache=on", False),
+    "posted-inval": ("attach-table=on,attach-table-posted-inval=on", False),
+}
+
+
+@pytest.fixture
+def vhost_user_backend(tmp_path):
+    from testbed import vhost_user
+    backend = vhost_user.Backend(str(tmp_path / "vhost-user.sock"))
+    yield backend
+    backend.close()
+
+
+@pytest.mark.parametrize("case", VHOST_ATTACH)
+def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend, case):
+    """The endpoint of a running vhost-net leaves bypass for a page-table
+    domain. The device's IOTLB, which holds the bypass's translations, is
+    dropped (an INVALIDATE of everything). Where the IOMMU takes vhost's
+    notifier, the next miss is answered through the guest's table. Where it
+    refuses (it would tell vhost of no unmap), QEMU goes on: misses go
+    unanswered, the device is marked NEEDS_RESET, and after the guest's
+    reset vhost does not start again (virtio-net serves the device in QEMU).
+    QEMU used to exit here."""
+    from testbed import vhost_user as vu
+    props, notified = VHOST_ATTACH[case]
+    b = vhost_user_backend
+    r = rig_factory("q35", props, extra=(
+        "-object", f"memory-backend-memfd,id=mem,size={qt.MEM_MB}M,share=on",
+        "-machine", "memory-backend=mem",
+        "-chardev", f"socket,id=vu0,path={b.path}",
+        "-netdev", "vhost-user,id=n0,chardev=vu0",
+        "-device", f"virtio-net-pci,addr={NET_DEVFN >> 3:#x}.0,netdev=n0,"
+                   "disable-legacy=on,iommu_platform=on,romfile="))
+    net = qt.VirtioPci(r.q, NET_DEVFN, r.board.mmio + 0x2000000,
+                       {qt.VIRTIO_F_ACCESS_PLATFORM}, 2, NET_RINGS)
+    b.wait_for(vu.SET_MEM_TABLE)
+    data0, data1 = r.data(0), r.data(1)
+    # In bypass, a miss is answered with the identity
+    ok, sent = b.miss(data0, write=True)
+    assert ok and [m.kind for m in sent] == [vu.IOTLB_UPDATE]
+    assert sent[0].covers(data0)
+    assert sent[0].uaddr + data0 - sent[0].iova == b.uaddr(data0)
+
+    t = Tables(r.q, qt.PGTF_VTD_SL, 48)
+    t.map(IOVA, data1)
+    seen = len(b.iotlb)
+    assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_OK
+    dropped = [m for m in b.iotlb[seen:] if m.kind == vu.IOTLB_INVALIDATE]
+    assert dropped and dropped[0].iova == 0 and dropped[0].size >= 1 << 63
+    ok, sent = b.miss(IOVA, write=True)
+    if notified:
+        assert ok and [m.kind for m in sent] == [vu.IOTLB_UPDATE]
+        assert sent[0].iova == IOVA and sent[0].uaddr == b.uaddr(data1)
+        assert not net.device_status() & NEEDS_RESET
+        return
+    assert not ok and sent == []
+    assert net.device_status() & NEEDS_RESET
+    # The guest resets the device: vhost stops, and does not start again
+    # under a domain whose IOMMU refuses its notifier
+    stop = len(b.requests)
+    net.reset()
+    b.wait_for(vu.GET_VRING_BASE, stop)
+    assert net.device_status() == 0
+    net.start({qt.VIRTIO_F_ACCESS_PLATFORM}, 2)
+    assert net.device_status() & 4 and not net.device_status() & NEEDS_RESET
+    err = r.close()
+    assert "refuses the running device's IOTLB notifier" in err
+    assert "falling back on userspace virtio" in err
