@@ -846,8 +846,8 @@ def test_invalidate_reaches_vhost_iotlb(rig_factory, vhost_user_backend, walk):
 
     ok, sent = b.miss(IOVA, write=False)
     assert ok and [m.kind for m in sent] == [vu.IOTLB_UPDATE]
-    assert (sent[0].iova, sent[0].uaddr) == (IOVA, b.uaddr(r.data(0)))
-    assert sent[0].perm & vu.ACCESS_RO
+    assert (sent[0].iova, sent[0].uaddr, sent[0].perm) == \
+        (IOVA, b.uaddr(r.data(0)), vu.ACCESS_RO)
 
     t.set(slot, t._leaf(r.data(1), 1, True, True))
     seen = len(b.iotlb)
@@ -855,8 +855,8 @@ def test_invalidate_reaches_vhost_iotlb(rig_factory, vhost_user_backend, walk):
                                     qt.INVAL_F_LEAF)) == qt.S_OK
     assert _dropped(b.iotlb[seen:], IOVA)
     ok, sent = b.miss(IOVA, write=True)
-    assert ok and (sent[0].iova, sent[0].uaddr) == (IOVA, b.uaddr(r.data(1)))
-    assert sent[0].perm & vu.ACCESS_WO
+    assert ok and (sent[0].iova, sent[0].uaddr, sent[0].perm) == \
+        (IOVA, b.uaddr(r.data(1)), vu.ACCESS_RW)
 
     t.set(slot, 0)
     seen = len(b.iotlb)
@@ -915,23 +915,45 @@ def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend
     assert "falling back on userspace virtio" in err
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "QEMU 7.2's address_space_get_iotlb_entry() gives vhost IOMMU_RW, "
-    "whatever the IOMMU allowed: vhost's IOTLB does not keep a read-only "
-    "leaf read-only. A fix needs every IOMMU model behind vhost to report "
-    "an entry's whole permission, not the access asked (virtio-iommu's MAP "
-    "mode and bypass, SMMUv3's bypass report the latter)"))
-def test_vhost_iotlb_entry_keeps_a_read_only_leaf_read_only(rig_factory,
-                                                            vhost_user_backend):
-    """A read miss on a read-only leaf: the entry vhost gets is read-only,
-    so that a write by the vhost device misses and faults. Known to fail
-    (the reason above); strict, so that a fix shows."""
+
+# What the guest's entry allows, per kind of domain: a read-only leaf or
+# MAP reaches vhost read-only, and vhost's write misses it and faults;
+# bypass is read-write (qemu/patches 0044-0046; before them, every entry
+# vhost got was read-write)
+VHOST_PERMS = ["table", "map", "bypass"]
+
+
+@pytest.mark.parametrize("domain", VHOST_PERMS)
+def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
+                                                domain):
+    """A read miss gets the entry's permission, not read-write: read-only
+    for a read-only leaf or MAP, so that vhost's write misses again and is
+    refused with a MAPPING fault on the event queue; read-write in bypass,
+    where the write is then answered from the same entry."""
     from testbed import vhost_user as vu
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b)
-    t = _net_tables(r, qt.PGTF_VTD_SL, 48)
-    t.map(IOVA, r.data(0), write=False)
-    assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_OK
+    rings = r.ram + NET_RINGS
+    iova = r.data(0) if domain == "bypass" else IOVA
+    if domain == "table":
+        t = _net_tables(r, qt.PGTF_VTD_SL, 48)
+        t.map(IOVA, r.data(0), write=False)
+        assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_OK
+    elif domain == "map":
+        assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
+        assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+        assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0), 1)) == qt.S_OK
     _start_net(r, b)
-    ok, sent = b.miss(IOVA, write=False)
-    assert ok and sent[0].perm == vu.ACCESS_RO
+    r.v.faults()
+
+    ok, sent = b.miss(iova, write=False)
+    assert ok and (sent[0].uaddr + iova - sent[0].iova) == b.uaddr(r.data(0))
+    if domain == "bypass":
+        assert sent[0].perm == vu.ACCESS_RW
+        return
+    assert sent[0].perm == vu.ACCESS_RO
+    ok, sent = b.miss(iova, write=True)
+    assert not ok and sent == []
+    faults = r.v.faults()
+    assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == NET_EP and
+                          f[1] & qt.FAULT_F_WRITE for f in faults)
