@@ -374,6 +374,10 @@ def attach(domain: int, ep: int, flags: int = 0) -> bytes:
     return struct.pack("<B3xIII4x", T_ATTACH, domain, ep, flags)
 
 
+def detach(domain: int, ep: int) -> bytes:
+    return struct.pack("<B3xII8x", T_DETACH, domain, ep)
+
+
 def map_req(domain: int, start: int, end: int, phys: int, flags: int = 3) -> bytes:
     return struct.pack("<B3xIQQQI", T_MAP, domain, start, end, phys, flags)
 
