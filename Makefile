@@ -109,16 +109,17 @@ lint: tree
 	$(TB) lint
 
 # The README's test command: builds what it needs, then one pytest run
-# whose summary lists every test.
+# whose summary lists every test, and the 40 slowest with their times (a
+# boot's time is its first test's: CI's 90 minutes are mostly boots).
 check: images qemu
-	$(PYTEST) -v -ra tests/
+	$(PYTEST) -v -ra --durations=40 tests/
 
 # Everything make check runs, and the scenarios marked full_only
 # (testbed/scenarios.py): they need three more kernels, which CI's time
 # on a fresh machine has no room for (README).
 check-full: export TB_FULL = 1
 check-full: images qemu
-	$(PYTEST) -v -ra tests/
+	$(PYTEST) -v -ra --durations=40 tests/
 run:
 	$(TB) run
 
