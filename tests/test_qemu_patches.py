@@ -5,6 +5,7 @@ QEMU's own checkpatch.pl, from the source tree `make qemu` patched."""
 import os
 import struct
 import subprocess
+import tempfile
 
 import pytest
 
@@ -785,11 +786,13 @@ VHOST_ATTACH = {
 
 
 @pytest.fixture
-def vhost_user_backend(tmp_path):
+def vhost_user_backend():
     from testbed import vhost_user
-    backend = vhost_user.Backend(str(tmp_path / "vhost-user.sock"))
-    yield backend
-    backend.close()
+    # A short directory of its own: a socket's path has 107 bytes at most
+    with tempfile.TemporaryDirectory(prefix="tb-vu-", dir="/tmp") as d:
+        backend = vhost_user.Backend(os.path.join(d, "sock"))
+        yield backend
+        backend.close()
 
 
 def _vhost_net_rig(rig_factory, props, backend):
