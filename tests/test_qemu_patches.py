@@ -795,10 +795,10 @@ def vhost_user_backend():
         backend.close()
 
 
-def _vhost_net_rig(rig_factory, props, backend):
-    """A q35 rig with a virtio-net-pci on vhost-user (@backend) behind the
+def _vhost_net_rig(rig_factory, props, backend, board="q35"):
+    """A rig with a virtio-net-pci on vhost-user (@backend) behind the
     virtio-iommu as well; its memory shared, as vhost-user needs."""
-    return rig_factory("q35", props, extra=(
+    return rig_factory(board, props, extra=(
         "-object", f"memory-backend-memfd,id=mem,size={qt.MEM_MB}M,share=on",
         "-machine", "memory-backend=mem",
         "-chardev", f"socket,id=vu0,path={backend.path}",
@@ -830,7 +830,7 @@ def _dropped(sent, iova):
     return any(m.kind == vu.IOTLB_INVALIDATE and m.covers(iova) for m in sent)
 
 
-@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level"])
+@pytest.mark.parametrize("walk", ["q35-vtd-4level", "q35-amd-4level", "virt-lpae-4k"])
 def test_invalidate_reaches_vhost_iotlb(rig_factory, vhost_user_backend, walk):
     """vhost's device IOTLB follows the guest's table through INVALIDATE:
     a miss is answered through the table; a leaf moved and its range
@@ -842,10 +842,12 @@ def test_invalidate_reaches_vhost_iotlb(rig_factory, vhost_user_backend, walk):
     from testbed import vhost_user as vu
     board, fmt, ias, granule = WALKS[walk]
     b = vhost_user_backend
-    r = _vhost_net_rig(rig_factory, "attach-table=on", b)
+    r = _vhost_net_rig(rig_factory, "attach-table=on", b, board)
     t = _net_tables(r, fmt, ias, granule)
     slot = t.map(IOVA, r.data(0), write=False)
-    assert r.v.status(qt.attach_table(1, NET_EP, fmt, t.root, ias)) == qt.S_OK
+    extra = dict(asid=1, mair=0xff) if fmt == qt.PGTF_ARM_LPAE else {}
+    assert r.v.status(qt.attach_table(1, NET_EP, fmt, t.root, ias, granule,
+                                      **extra)) == qt.S_OK
     _start_net(r, b)
 
     ok, sent = b.miss(IOVA, write=False)
@@ -927,6 +929,26 @@ def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend
     assert "falling back on userspace virtio" in err
 
 
+
+def test_unmap_reaches_vhost_iotlb(rig_factory, vhost_user_backend):
+    """MAP/UNMAP mode, the same path: a MAP's translation reaches vhost on
+    a miss, UNMAP drops it from vhost's IOTLB, the next miss gets none."""
+    from testbed import vhost_user as vu
+    b = vhost_user_backend
+    r = _vhost_net_rig(rig_factory, "attach-table=on", b)
+    rings = r.ram + NET_RINGS
+    assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0))) == qt.S_OK
+    _start_net(r, b)
+    ok, sent = b.miss(IOVA, write=True)
+    assert ok and (sent[0].iova, sent[0].uaddr, sent[0].perm) == \
+        (IOVA, b.uaddr(r.data(0)), vu.ACCESS_RW)
+    seen = len(b.iotlb)
+    assert r.v.status(qt.unmap_req(1, IOVA, IOVA + 0xfff)) == qt.S_OK
+    assert _dropped(b.iotlb[seen:], IOVA)
+    ok, sent = b.miss(IOVA, write=False)
+    assert not ok and sent == []
 
 # What the guest's entry allows, per kind of domain: a read-only leaf or
 # MAP reaches vhost read-only, and vhost's write misses it and faults;
