@@ -125,10 +125,10 @@ class Backend:
             self.conn, _ = self.listener.accept()
             while (msg := self._recv()) is not None:
                 self._handle(*msg)
-        except OSError as e:
-            # close() ends the thread this way too; a test that needed the
-            # back end finds the message in self.error
-            self.error = str(e)
+        except Exception as e:
+            # close() ends the thread with an OSError too; a test that
+            # needed the back end finds the reason in self.error
+            self.error = f"{type(e).__name__}: {e}"
         with self.lock:
             self.lock.notify_all()
 
@@ -154,6 +154,8 @@ class Backend:
                 self.regions = [Region(gpa, size, uaddr)
                                 for gpa, size, uaddr, _ in regions]
         elif request == SET_BACKEND_REQ_FD and fds:
+            if self.backend_chan:
+                self.backend_chan.close()
             self.backend_chan = socket.socket(fileno=fds.pop(0))
         elif request == IOTLB_MSG:
             iova, size, uaddr, perm, kind = IOTLB.unpack_from(payload)
@@ -199,12 +201,22 @@ class Backend:
         self.backend_chan.settimeout(TIMEOUT_S)
         self.backend_chan.sendall(HEADER.pack(BACKEND_IOTLB_MSG,
                                               VERSION | F_NEED_REPLY, len(msg)) + msg)
-        hdr = self.backend_chan.recv(HEADER.size, socket.MSG_WAITALL)
-        _, flags, size = HEADER.unpack(hdr)
-        ret, = struct.unpack("<Q", self.backend_chan.recv(size, socket.MSG_WAITALL))
-        assert flags & F_REPLY
+        request, flags, size = HEADER.unpack(self._read_backend(HEADER.size))
+        ret, = struct.unpack("<Q", self._read_backend(size))
+        assert request == BACKEND_IOTLB_MSG and flags & F_REPLY and size == 8
         with self.lock:
             return ret == 0, self.iotlb[seen:]
+
+    def _read_backend(self, n: int) -> bytes:
+        """@n bytes from the back-end channel (a timeout raises)."""
+        assert self.backend_chan
+        data = b""
+        while len(data) < n:
+            chunk = self.backend_chan.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("QEMU closed the back-end channel")
+            data += chunk
+        return data
 
     def close(self) -> None:
         for s in (self.conn, self.backend_chan, self.listener):

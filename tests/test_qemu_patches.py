@@ -812,6 +812,7 @@ def _start_net(r, backend):
     from testbed import vhost_user as vu
     net = qt.VirtioPci(r.q, NET_DEVFN, r.board.mmio + 0x2000000,
                        {qt.VIRTIO_F_ACCESS_PLATFORM}, 2, NET_RINGS)
+    assert net.negotiated >> qt.VIRTIO_F_ACCESS_PLATFORM & 1
     backend.wait_for(vu.SET_MEM_TABLE)
     return net
 
@@ -924,8 +925,10 @@ def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend
     assert net.device_status() == 0
     net.start({qt.VIRTIO_F_ACCESS_PLATFORM}, 2)
     assert net.device_status() & 4 and not net.device_status() & NEEDS_RESET
+    assert vu.SET_MEM_TABLE not in b.requests[stop:]
     err = r.close()
     assert "refuses the running device's IOTLB notifier" in err
+    assert "vhost: the IOMMU refuses the device's IOTLB notifier" in err
     assert "falling back on userspace virtio" in err
 
 
@@ -961,9 +964,10 @@ VHOST_PERMS = ["table", "map", "bypass"]
 def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
                                                 domain):
     """A read miss gets the entry's permission, not read-write: read-only
-    for a read-only leaf or MAP, so that vhost's write misses again and is
-    refused with a MAPPING fault on the event queue; read-write in bypass,
-    where the write is then answered from the same entry."""
+    for a read-only leaf or MAP, so that the entry does not cover a write
+    (a back end that asks for one is refused, with a MAPPING fault on the
+    event queue), and read-write for a read-write one; read-write in
+    bypass."""
     from testbed import vhost_user as vu
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b)
@@ -972,11 +976,13 @@ def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
     if domain == "table":
         t = _net_tables(r, qt.PGTF_VTD_SL, 48)
         t.map(IOVA, r.data(0), write=False)
+        t.map(IOVA + 0x1000, r.data(1))
         assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_OK
     elif domain == "map":
         assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
         assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
         assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0), 1)) == qt.S_OK
+        assert r.v.status(qt.map_req(1, IOVA + 0x1000, IOVA + 0x1fff, r.data(1))) == qt.S_OK
     _start_net(r, b)
     r.v.faults()
 
@@ -986,8 +992,54 @@ def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
         assert sent[0].perm == vu.ACCESS_RW
         return
     assert sent[0].perm == vu.ACCESS_RO
+    # A read of a read-write entry: read-write (a ring vhost reads and writes)
+    ok, sent = b.miss(IOVA + 0x1000, write=False)
+    assert ok and sent[0].perm == vu.ACCESS_RW
     ok, sent = b.miss(iova, write=True)
     assert not ok and sent == []
     faults = r.v.faults()
     assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == NET_EP and
                           f[1] & qt.FAULT_F_WRITE for f in faults)
+
+
+
+@pytest.mark.parametrize("withheld", ["read", "write"])
+def test_amd_table_entry_withholding_an_access(rig_factory, vhost_user_backend, withheld):
+    """AMD v1: a table entry above a read-write leaf without IR (or IW)
+    withholds that access, which amd-iommu's walk checks only when asked
+    for it: the entry vhost gets for the other access must not carry it
+    (qemu/patches 0016), and asking for it is refused with a fault."""
+    from testbed import vhost_user as vu
+    b = vhost_user_backend
+    r = _vhost_net_rig(rig_factory, "attach-table=on", b)
+    t = _net_tables(r, qt.PGTF_AMD_V1, 48)
+    t.map(IOVA, r.data(0))
+    pde = t.entry_addr(IOVA, 2)
+    t.set(pde, r.q.readn(pde, 8) & ~(1 << (61 if withheld == "read" else 62)))
+    assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_AMD_V1, t.root, 48)) == qt.S_OK
+    _start_net(r, b)
+    r.v.faults()
+    ok, sent = b.miss(IOVA, write=withheld == "read")
+    assert ok and sent[0].perm == (vu.ACCESS_WO if withheld == "read" else vu.ACCESS_RO)
+    ok, sent = b.miss(IOVA, write=withheld == "write")
+    assert not ok and sent == []
+    assert r.v.faults()
+
+# MAP's ranges on granule boundaries (the virtio-iommu's granule is 4K
+# here): virt_start, phys_start and virt_end + 1, else RANGE (qemu/patches
+# 0044; QEMU 7.2 took them, and an entry, a whole granule, then carried
+# the permission of whichever mapping it was made from)
+MAP_ALIGNMENT = {
+    "aligned": (IOVA, IOVA + 0xfff, 0x400000, qt.S_OK),
+    "virt_start": (IOVA + 0x800, IOVA + 0xfff, 0x400000, qt.S_RANGE),
+    "virt_end + 1": (IOVA, IOVA + 0x7ff, 0x400000, qt.S_RANGE),
+    "phys_start": (IOVA, IOVA + 0xfff, 0x400800, qt.S_RANGE),
+}
+
+
+@pytest.mark.parametrize("case", MAP_ALIGNMENT)
+def test_map_not_on_the_granule_is_range(rig_factory, case):
+    start, end, phys, want = MAP_ALIGNMENT[case]
+    r = rig_factory("q35")
+    assert r.v.status(qt.attach(1, EDU_EP)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, start, end, r.ram + phys)) == want
