@@ -2,8 +2,9 @@
 """Drive a QEMU device from the host, without a guest: QEMU's qtest protocol
 (-accel qtest -qtest stdio) reads and writes guest memory, I/O ports and
 the virtual clock, and this module builds on it a minimal virtio-pci driver
-for the virtio-iommu and a handle on QEMU's edu device, whose DMA goes
-through the IOMMU. tests/test_qemu_patches.py uses it to check our device
+(VirtioPci; VirtioIommu adds the virtio-iommu's requests, and the tests
+bring up a virtio-net with it) and a handle on QEMU's edu device, whose
+DMA goes through the IOMMU. tests/test_qemu_patches.py uses it to check our device
 patches request by request, status by status, with tables it writes itself.
 
 Only what those tests need: q35 (PCI configuration through 0xcf8/0xcfc)
