@@ -55,6 +55,18 @@ ACCESS_RO, ACCESS_WO, ACCESS_RW = 1, 2, 3
 TIMEOUT_S = 30
 
 
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    """@n bytes from @sock (a socket with a timeout may return fewer at a
+    time); ConnectionError if the peer closes first."""
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("QEMU closed the socket")
+        data += chunk
+    return data
+
+
 @dataclass(frozen=True)
 class Iotlb:
     """One device IOTLB message QEMU sent."""
@@ -108,12 +120,10 @@ class Backend:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
         request, flags, size = HEADER.unpack(hdr)
-        payload = b""
-        while len(payload) < size:
-            chunk = self.conn.recv(size - len(payload))
-            if not chunk:
-                return None
-            payload += chunk
+        try:
+            payload = _read_exact(self.conn, size)
+        except ConnectionError:
+            return None
         return request, flags, payload, list(fds)
 
     def _reply(self, request: int, payload: bytes) -> None:
@@ -201,22 +211,11 @@ class Backend:
         self.backend_chan.settimeout(TIMEOUT_S)
         self.backend_chan.sendall(HEADER.pack(BACKEND_IOTLB_MSG,
                                               VERSION | F_NEED_REPLY, len(msg)) + msg)
-        request, flags, size = HEADER.unpack(self._read_backend(HEADER.size))
-        ret, = struct.unpack("<Q", self._read_backend(size))
+        request, flags, size = HEADER.unpack(_read_exact(self.backend_chan, HEADER.size))
+        ret, = struct.unpack("<Q", _read_exact(self.backend_chan, size))
         assert request == BACKEND_IOTLB_MSG and flags & F_REPLY and size == 8
         with self.lock:
             return ret == 0, self.iotlb[seen:]
-
-    def _read_backend(self, n: int) -> bytes:
-        """@n bytes from the back-end channel (a timeout raises)."""
-        assert self.backend_chan
-        data = b""
-        while len(data) < n:
-            chunk = self.backend_chan.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("QEMU closed the back-end channel")
-            data += chunk
-        return data
 
     def close(self) -> None:
         for s in (self.conn, self.backend_chan, self.listener):

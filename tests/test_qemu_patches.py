@@ -11,6 +11,7 @@ import pytest
 
 from testbed import qemu_build
 from testbed import qtest as qt
+from testbed import vhost_user as vu
 from testbed.patchfile import message_problems, parse
 
 PATCHES = qemu_build.series()
@@ -787,10 +788,9 @@ VHOST_ATTACH = {
 
 @pytest.fixture
 def vhost_user_backend():
-    from testbed import vhost_user
     # A short directory of its own: a socket's path has 107 bytes at most
     with tempfile.TemporaryDirectory(prefix="tb-vu-", dir="/tmp") as d:
-        backend = vhost_user.Backend(os.path.join(d, "sock"))
+        backend = vu.Backend(os.path.join(d, "sock"))
         yield backend
         backend.close()
 
@@ -809,7 +809,6 @@ def _vhost_net_rig(rig_factory, props, backend, board="q35"):
 
 def _start_net(r, backend):
     """Bring the NIC up (DRIVER_OK starts vhost) and wait for vhost."""
-    from testbed import vhost_user as vu
     net = qt.VirtioPci(r.q, NET_DEVFN, r.board.mmio + 0x2000000,
                        {qt.VIRTIO_F_ACCESS_PLATFORM}, 2, NET_RINGS)
     assert net.negotiated >> qt.VIRTIO_F_ACCESS_PLATFORM & 1
@@ -826,8 +825,15 @@ def _net_tables(r, fmt, ias, granule=12):
     return t
 
 
+def _net_map_domain(r):
+    """Domain 1 a MAP domain of the NIC's endpoint, its rings mapped where
+    they are (so that vhost's start finds them)."""
+    rings = r.ram + NET_RINGS
+    assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+
+
 def _dropped(sent, iova):
-    from testbed import vhost_user as vu
     return any(m.kind == vu.IOTLB_INVALIDATE and m.covers(iova) for m in sent)
 
 
@@ -840,7 +846,6 @@ def test_invalidate_reaches_vhost_iotlb(rig_factory, vhost_user_backend, walk):
     gets no translation; DETACH drops vhost's IOTLB again and the next
     miss is the bypass's. The endpoint is attached before the NIC starts,
     as a Linux guest does."""
-    from testbed import vhost_user as vu
     board, fmt, ias, granule = WALKS[walk]
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b, board)
@@ -890,7 +895,6 @@ def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend
     unanswered, the device is marked NEEDS_RESET, and after the guest's
     reset vhost does not start again (virtio-net serves the device in QEMU).
     QEMU used to exit here."""
-    from testbed import vhost_user as vu
     props, notified = VHOST_ATTACH[case]
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, props, b)
@@ -936,12 +940,9 @@ def test_iommu_region_under_running_vhost_device(rig_factory, vhost_user_backend
 def test_unmap_reaches_vhost_iotlb(rig_factory, vhost_user_backend):
     """MAP/UNMAP mode, the same path: a MAP's translation reaches vhost on
     a miss, UNMAP drops it from vhost's IOTLB, the next miss gets none."""
-    from testbed import vhost_user as vu
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b)
-    rings = r.ram + NET_RINGS
-    assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
-    assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+    _net_map_domain(r)
     assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0))) == qt.S_OK
     _start_net(r, b)
     ok, sent = b.miss(IOVA, write=True)
@@ -968,10 +969,8 @@ def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
     (a back end that asks for one is refused, with a MAPPING fault on the
     event queue), and read-write for a read-write one; read-write in
     bypass."""
-    from testbed import vhost_user as vu
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b)
-    rings = r.ram + NET_RINGS
     iova = r.data(0) if domain == "bypass" else IOVA
     if domain == "table":
         t = _net_tables(r, qt.PGTF_VTD_SL, 48)
@@ -979,8 +978,7 @@ def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
         t.map(IOVA + 0x1000, r.data(1))
         assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_VTD_SL, t.root, 48)) == qt.S_OK
     elif domain == "map":
-        assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
-        assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+        _net_map_domain(r)
         assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0), 1)) == qt.S_OK
         assert r.v.status(qt.map_req(1, IOVA + 0x1000, IOVA + 0x1fff, r.data(1))) == qt.S_OK
     _start_net(r, b)
@@ -1009,7 +1007,6 @@ def test_amd_table_entry_withholding_an_access(rig_factory, vhost_user_backend, 
     withholds that access, which amd-iommu's walk checks only when asked
     for it: the entry vhost gets for the other access must not carry it
     (qemu/patches 0016), and asking for it is refused with a fault."""
-    from testbed import vhost_user as vu
     b = vhost_user_backend
     r = _vhost_net_rig(rig_factory, "attach-table=on", b)
     t = _net_tables(r, qt.PGTF_AMD_V1, 48)
@@ -1027,7 +1024,7 @@ def test_amd_table_entry_withholding_an_access(rig_factory, vhost_user_backend, 
 
 # MAP's ranges on granule boundaries (the virtio-iommu's granule is 4K
 # here): virt_start, phys_start and virt_end + 1, else RANGE (qemu/patches
-# 0044; QEMU 7.2 took them, and an entry, a whole granule, then carried
+# 0047; QEMU 7.2 took them, and an entry, a whole granule, then carried
 # the permission of whichever mapping it was made from)
 MAP_ALIGNMENT = {
     "aligned": (IOVA, IOVA + 0xfff, 0x400000, qt.S_OK),
