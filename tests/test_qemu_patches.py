@@ -1040,3 +1040,33 @@ def test_map_not_on_the_granule_is_range(rig_factory, case):
     r = rig_factory("q35")
     assert r.v.status(qt.attach(1, EDU_EP)) == qt.S_OK
     assert r.v.status(qt.map_req(1, start, end, r.ram + phys)) == want
+
+
+@pytest.mark.parametrize("delay_ms", [None, 2])
+def test_edu_dma_delay(delay_ms):
+    """Patch 0048: dma-delay-ms is how long an edu DMA takes in virtual
+    time, 100 ms by default: a millisecond before the delay has passed
+    the transfer has not happened, once it has the data is there."""
+    board = qt.BOARDS["q35"]
+    prop = "" if delay_ms is None else f",dma-delay-ms={delay_ms}"
+    q = qt.Qtest(board, ["-device", f"edu,addr={EDU_DEVFN >> 3:#x}.0{prop}"])
+    delay_ns = (delay_ms or 100) * 1_000_000
+    src, dst = board.ram + DATA_OFF, board.ram + DATA_OFF + 0x1000
+    try:
+        edu = qt.Edu(q, EDU_DEVFN, board.mmio + 0x1000000)
+        q.write(src, b"edu-dma!")
+        q.write(dst, bytes(8))
+        # guest memory into the edu's buffer, then the buffer out again
+        for frm, to, cmd in ((src, edu.BUF, 1), (edu.BUF, dst, 1 | 2)):
+            q.writen(edu.bar + 0x80, 8, frm)
+            q.writen(edu.bar + 0x88, 8, to)
+            q.writen(edu.bar + 0x90, 8, 8)
+            q.writen(edu.bar + 0x98, 8, cmd)
+            q.clock_step(delay_ns - 1_000_000)
+            assert q.readn(edu.bar + 0x98, 8) & 1, "the DMA ran before its delay"
+            assert q.read(dst, 8) == bytes(8)
+            q.clock_step(1_000_000)
+            assert not q.readn(edu.bar + 0x98, 8) & 1, "the DMA did not run"
+        assert q.read(dst, 8) == b"edu-dma!"
+    finally:
+        q.close()

@@ -112,7 +112,7 @@ def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
     assert devs[0] == "virtio-iommu-pci"
     assert devs[1] == "virtio-blk-device,drive=disk0,serial=tb-disk0,iommu_platform=on"
     assert devs[2] == "virtio-net-device,netdev=net0,iommu_platform=on"
-    assert devs[3] == "edu"
+    assert devs[3] == "edu,dma-delay-ms=1"     # our build: 1 ms a DMA (0048)
 
 
 def test_qemu_command_puts_x86_virtio_on_mmio_behind_the_iommu(tmp_path):
@@ -141,7 +141,7 @@ def test_qemu_command_puts_x86_virtio_on_mmio_behind_the_iommu(tmp_path):
     devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
     assert devs == ["virtio-iommu-pci",
                     "virtio-blk-device,drive=disk0,serial=tb-disk0,iommu_platform=on",
-                    "virtio-net-device,netdev=net0,iommu_platform=on", "edu"]
+                    "virtio-net-device,netdev=net0,iommu_platform=on", "edu,dma-delay-ms=1"]
     # Other machines are not told
     q35 = command(MACHINES["q35-virtio-iommu"], g)
     assert "tsc_early_khz" not in q35[q35.index("-append") + 1]
@@ -687,9 +687,9 @@ def test_timeline_splits_each_disk_request_into_turns(tmp_path):
         f"7@100.000000:virtio_queue_notify vdev {blk} n 0 vq 0x1",
         f"7@100.000010:virtio_blk_handle_read vdev {blk} req 0x9 sector 0 nsectors 128",
         f"7@100.000040:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
-        f"8@100.000050:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
+        "8@100.000050:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
         f"8@100.000060:virtio_queue_notify vdev {net} n 1 vq 0x2",
-        f"8@100.000070:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
+        "8@100.000070:virtio_iommu_invalidate domain=1 scope=1 flags=1 virt_start=0x0 virt_end=0xf",
         f"8@100.000140:virtio_queue_notify vdev {blk} n 0 vq 0x1",
         f"7@100.000146:virtio_blk_handle_read vdev {blk} req 0x9 sector 128 nsectors 128",
         f"7@100.000176:virtio_blk_req_complete vdev {blk} req 0x9 status 0",
