@@ -26,7 +26,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from . import kernel, nested, qemu_build
+from . import boot, kernel, nested, qemu_build
 from .bench import driver_counts, latencies, median_of, per_1k, write_rows
 from .shell import StepError, step
 
@@ -62,7 +62,8 @@ def bench_nested(name: str, group: str, seconds: float, rr: int,
     # Untraced: QEMU would write a line per MAP it serves, path (a)'s
     return dataclasses.replace(
         n, l2_steps=("net-bench", "dma-bench"), l2_env=n.l2_env + env,
-        l2_append=" ".join(a for a in (strict, append) if a), device_trace=False)
+        l2_append=" ".join(a for a in (strict, append) if a), device_trace=False,
+        net_down_mb=boot.NET_DOWN_MB)
 
 
 def _rate(amount: float, cs: int) -> float:

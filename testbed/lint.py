@@ -13,6 +13,7 @@ import fnmatch
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,17 +55,24 @@ def _allowlist() -> list[tuple[str, str, str]]:
     return rules
 
 
+def _checkpatch_one(patch: Path) -> str:
+    res = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
+                          "--show-types", "--no-summary", "--color=never", str(patch)],
+                         cwd=paths.TREE, text=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    return res.stdout
+
+
 def checkpatch(patches: list[Path]) -> Report:
+    """checkpatch --strict over @patches, one perl per CPU at a time: over
+    the whole series it is about two minutes of a single core."""
     rep = Report()
     rules = _allowlist()
-    for p in patches:
-        if p.name.startswith("0000-"):
-            continue
-        res = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
-                              "--show-types", "--no-summary", "--color=never", str(p)],
-                             cwd=paths.TREE, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
-        for line in res.stdout.splitlines():
+    patches = [p for p in patches if not p.name.startswith("0000-")]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        outputs = list(pool.map(_checkpatch_one, patches))
+    for p, out in zip(patches, outputs):
+        for line in out.splitlines():
             m = CP_MSG.match(line)
             if not m:
                 continue

@@ -293,19 +293,29 @@ def format_series() -> list[Path]:
 
 
 def check_series_applies(work: Path) -> str:
-    """git am out/series onto a fresh checkout of the base; return its tree id."""
-    if work.exists():
-        run(["git", "-C", paths.TREE, "worktree", "remove", "--force", work],
-            quiet=True, check=False)
-        shutil.rmtree(work, ignore_errors=True)
-    run(["git", "-C", paths.TREE, "worktree", "add", "-q", "--detach", work, "base"],
-        quiet=True)
-    patches = [p for p in sorted(paths.SERIES_OUT.glob("*.patch"))
-               if not p.name.startswith("0000-")]
-    if patches:
-        # A fresh machine has no git identity; git am needs a committer.
-        env = _identity_env("series check <check@localhost>", "")
-        run(["git", "-C", work, "am", "-q", *patches], quiet=True, env=env)
-    tree_id = output(["git", "-C", work, "rev-parse", "HEAD^{tree}"]).strip()
-    run(["git", "-C", paths.TREE, "worktree", "remove", "--force", work], quiet=True)
+    """Take out/series as `git am` would, onto the base; return the tree id.
+
+    Each patch goes through `git mailinfo` (the mail must give an author
+    and a subject) and `git apply --cached` into an index of its own in
+    @work, which starts as the base's: the same parsing and applying as
+    `git am`, without checking out and deleting a kernel tree (about 45 s
+    of a 2-core machine's `make check`).
+    """
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = dict(os.environ, GIT_INDEX_FILE=str(work / "index"))
+    git_run("read-tree", "base", env=env)
+    for p in sorted(paths.SERIES_OUT.glob("*.patch")):
+        if p.name.startswith("0000-"):
+            continue
+        with open(p, "rb") as mail:
+            info = subprocess.run(["git", "-C", paths.TREE, "mailinfo",
+                                   work / "msg", work / "diff"], stdin=mail,
+                                  stdout=subprocess.PIPE, text=True, check=True).stdout
+        fields = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
+        if not fields.get("Author") or not fields.get("Subject"):
+            raise StepError(f"{p.name}: git mailinfo finds no author or subject")
+        git_run("apply", "--cached", work / "diff", env=env)
+    tree_id = git("write-tree", env=env).strip()
+    shutil.rmtree(work, ignore_errors=True)
     return tree_id
