@@ -5,6 +5,8 @@
 # summed up by the case's own line). TB_KUNIT_MUST_RUN names cases
 # (suite.case) that must have passed, not been skipped: a comparison whose
 # reference code silently stopped building must not pass as a skip.
+# TB_KUNIT_RANDOM_OPS: the count generic_pt's random test must have been
+# given on the command line (an unknown parameter is silently ignored).
 . /steps/lib.sh
 suites=0
 for d in /sys/kernel/debug/kunit/*; do
@@ -26,6 +28,10 @@ for d in /sys/kernel/debug/kunit/*; do
 done
 diag "suites: $suites"
 check "KUnit suites ran at boot" [ "$suites" -gt 0 ]
+if [ -n "$TB_KUNIT_RANDOM_OPS" ]; then
+	check "generic_pt's random test took $TB_KUNIT_RANDOM_OPS operations a format" \
+		[ "$(cat /sys/module/gpt_kunit/parameters/random_ops)" = "$TB_KUNIT_RANDOM_OPS" ]
+fi
 for c in $TB_KUNIT_MUST_RUN; do
 	check "$c ran and passed (not skipped)" grep -qx "$c ok" /tmp/kunit-seen
 done

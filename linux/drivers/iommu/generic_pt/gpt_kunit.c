@@ -14,6 +14,7 @@
 #include <linux/generic_pt/iommu.h>
 #include <linux/generic_pt/marks.h>
 #include <linux/kthread.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/vmalloc.h>
@@ -879,6 +880,15 @@ static void gpt_test_iommu_glue(struct kunit *test)
 #define GPT_RAND_PAGES		4096
 #define GPT_MODEL_MAPPED	BIT_ULL(0)
 
+/*
+ * GPT_RAND_OPS by default; under TCG each format's run then takes seconds,
+ * ten with KASAN, and a debug kernel's boot asks for fewer
+ * (gpt_kunit.random_ops=).
+ */
+static unsigned long random_ops = GPT_RAND_OPS;
+module_param(random_ops, ulong, 0444);
+MODULE_PARM_DESC(random_ops, "operations of each format's random test");
+
 struct gpt_rand {
 	struct gpt_test gt;
 	u64 *model;		/* pa | GPT_MODEL_MAPPED per small page */
@@ -1064,13 +1074,13 @@ static void gpt_test_random(struct kunit *test)
 	window = r->gt.min * GPT_RAND_PAGES;
 	r->sizes = r->gt.t.pgsize_bitmap & (window / 4 * 2 - 1);
 
-	for (op = 0; op < GPT_RAND_OPS; op++) {
+	for (op = 0; op < random_ops; op++) {
 		if (!gpt_rand_step(r, op))
 			break;
 		if (!(op % 10000) && !gpt_rand_check(r, 0, GPT_RAND_PAGES, op))
 			break;
 	}
-	KUNIT_EXPECT_EQ(test, op, GPT_RAND_OPS);
+	KUNIT_EXPECT_EQ(test, op, random_ops);
 	gpt_rand_check(r, 0, GPT_RAND_PAGES, op);
 	kunit_info(test, "%lu ops, seed %llx, %ld tables live\n", op,
 		   0x9e3779b97f4a7c15ULL ^ c->fmt,
