@@ -363,6 +363,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_QEMU": board.qemu,
         "TB_L2_MACHINE": board.machine,
         "TB_L2_CPU": board.cpu,
+        "TB_L2_EDU": qemu.EDU_PATCHED,
         "TB_L2_CONSOLE": board.console,
         "TB_L2_VHOST": "1" if n.vhost else "0",
         "TB_L2_APPEND": f"{tmpl.append} {n.l2_append}".strip(),

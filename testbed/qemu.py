@@ -172,6 +172,12 @@ def _virtio(m: Machine, g: Guest, kind: str, extra: str) -> str:
 DISK_SERIAL = "tb-disk0"
 
 
+# Our build's edu takes 1 ms a DMA (QEMU patch 0048), not 100: the VFIO
+# selftests wait for each of theirs, some hundreds a boot (the nested bed's
+# L2 QEMU, ours too, gets the same as TB_L2_EDU)
+EDU_PATCHED = "edu,dma-delay-ms=1"
+
+
 def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
     if dev == "blk":
         return ["-drive", f"file={g.disk},if=none,id=disk0,format=raw,cache=unsafe",
@@ -180,9 +186,7 @@ def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
         extra = "netdev=net0" + (",romfile=" if g.transport == "pci" else "")
         return ["-netdev", "user,id=net0", "-device", _virtio(m, g, "net", extra)]
     if dev == "edu":
-        # Our build's edu takes 1 ms a DMA (QEMU patch 0048), not 100: the
-        # VFIO selftests wait for each of theirs, some hundreds a boot
-        return ["-device", "edu,dma-delay-ms=1" if m.patched else "edu"]
+        return ["-device", EDU_PATCHED if m.patched else "edu"]
     raise ValueError(f"unknown device {dev!r}")
 
 

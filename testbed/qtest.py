@@ -417,14 +417,23 @@ class Edu:
         q.cfg_write32(devfn, 0x04, 0x6)
         self.bar = bar
 
-    def _dma(self, src: int, dst: int, count: int, to_memory: bool) -> None:
+    def start(self, src: int, dst: int, count: int, to_memory: bool) -> None:
+        """Start a DMA of @count bytes from @src to @dst: its timer runs it
+        dma-delay-ms of virtual time later (100 ms unless set)."""
         q = self.q
         q.writen(self.bar + 0x80, 8, src)
         q.writen(self.bar + 0x88, 8, dst)
         q.writen(self.bar + 0x90, 8, count)
         q.writen(self.bar + 0x98, 8, 1 | (2 if to_memory else 0))
-        q.clock_step(200_000_000)            # its timer fires after 100 ms
-        if q.readn(self.bar + 0x98, 8) & 1:
+
+    def running(self) -> bool:
+        """A DMA started and not run yet."""
+        return bool(self.q.readn(self.bar + 0x98, 8) & 1)
+
+    def _dma(self, src: int, dst: int, count: int, to_memory: bool) -> None:
+        self.start(src, dst, count, to_memory)
+        self.q.clock_step(200_000_000)
+        if self.running():
             raise QtestError("edu DMA did not run")
 
     def read_from(self, iova: int, count: int) -> None:

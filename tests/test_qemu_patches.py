@@ -1057,16 +1057,13 @@ def test_edu_dma_delay(delay_ms):
         q.write(src, b"edu-dma!")
         q.write(dst, bytes(8))
         # guest memory into the edu's buffer, then the buffer out again
-        for frm, to, cmd in ((src, edu.BUF, 1), (edu.BUF, dst, 1 | 2)):
-            q.writen(edu.bar + 0x80, 8, frm)
-            q.writen(edu.bar + 0x88, 8, to)
-            q.writen(edu.bar + 0x90, 8, 8)
-            q.writen(edu.bar + 0x98, 8, cmd)
+        for frm, to, to_memory in ((src, edu.BUF, False), (edu.BUF, dst, True)):
+            edu.start(frm, to, 8, to_memory)
             q.clock_step(delay_ns - 1_000_000)
-            assert q.readn(edu.bar + 0x98, 8) & 1, "the DMA ran before its delay"
+            assert edu.running(), "the DMA ran before its delay"
             assert q.read(dst, 8) == bytes(8)
             q.clock_step(1_000_000)
-            assert not q.readn(edu.bar + 0x98, 8) & 1, "the DMA did not run"
+            assert not edu.running(), "the DMA did not run"
         assert q.read(dst, 8) == b"edu-dma!"
     finally:
         q.close()

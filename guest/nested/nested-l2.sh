@@ -34,9 +34,8 @@ iommu=
 # L2's edu: QEMU's own, or (TB_L2_VFIO=1) ours, the edu L0 put behind its
 # IOMMU, assigned to L2 with vfio-pci: vhost-iommu then hands L2's domain
 # to our VFIO container, and L0's IOMMU walks the composed table. QEMU's
-# takes 1 ms a DMA (our QEMU patch 0048), not 100: L2's selftests wait
-# for each
-edu="-device edu,dma-delay-ms=1"
+# is TB_L2_EDU: 1 ms a DMA (our QEMU patch 0048), not 100
+edu="-device $TB_L2_EDU"
 # TB_L2_HOTPLUG=1: a root port for L2's pci-hotplug step to plug an edu in
 hotplug=
 [ "$TB_L2_HOTPLUG" = 1 ] &&
@@ -201,7 +200,7 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 				2>/dev/null | grep -c '^endpoint ')
 			echo "${line#TB-HOTPLUG } $eps" >> /tmp/hotplug.log
 			case "$line" in
-			*add*) hmp="device_add edu,bus=rp1,id=hp0,dma-delay-ms=1" ;;
+			*add*) hmp="device_add $TB_L2_EDU,bus=rp1,id=hp0" ;;
 			*del*) hmp="device_del hp0" ;;
 			*) hmp= ;;
 			esac
