@@ -10,7 +10,7 @@ KERNELS ?=
 
 .PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
 	boot kunit lint check run run-vhost clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
-	bench-mmio bench-throughput bench-ab bench-nested check-full
+	bench-mmio bench-throughput bench-ab bench-nested check-full check-bisect
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
@@ -36,6 +36,7 @@ help:
 	@echo "make bench-nested [SECONDS=2 ROUNDS=3]  VFIO nesting: a guest map+unmap as a stage-1 entry and INVALIDATE vs a MAP_DMA/UNMAP_DMA (today's userspace VMM), edu DMA through each and with no vIOMMU, behind intel-iommu and amd-iommu -> build/bench/nested.json"
 	@echo "make bench-mmio [SECONDS=10 ROUNDS=3 ARCH=all|arm64|x86_64]  virtio-net round trips, virtio-blk random reads: virtio-pci, virtio-mmio wired, virtio-mmio with MSI -> build/bench/mmio.json"
 	@echo "make lint                checkpatch --strict, sparse and W=1 over the series"
+	@echo "make check-bisect [FROM=N]  the series builds after each patch: x86_64 (with KUnit) and arm64 kernels, the selftests (about an hour)"
 
 deps:
 	.ci/install-deps
@@ -107,6 +108,11 @@ bench-mmio: tree qemu
 
 lint: tree
 	$(TB) lint
+
+# Not in make check (an hour of builds on two cores): run it after
+# changing the series' order or splitting a patch.
+check-bisect: tree
+	$(TB) bisect $(if $(FROM),--from $(FROM))
 
 # The README's test command: builds what it needs, then one pytest run
 # whose summary lists every test, and the 40 slowest with their times (a

@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kunit", help="run the kunit suites")
     p.add_argument("suites", nargs="*")
     sub.add_parser("lint", help="checkpatch, sparse and W=1 over the series")
+    p = sub.add_parser("bisect", help="build the series after each patch "
+                       "(x86_64 with KUnit, arm64, the selftests)")
+    p.add_argument("--from", dest="first", type=int, default=1,
+                   help="start at this patch (series number)")
     p = sub.add_parser("bench-pt", help="generic_pt against the code it replaces")
     p.add_argument("runs", nargs="*", help="bench-um, bench-x86_64 (default both)")
     p = sub.add_parser("bench-viommu",
@@ -204,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
                 from . import bench_nested
                 bench_nested.run(args.rounds, args.guest_seconds,
                                  build=not args.no_build)
+        elif args.cmd == "bisect":
+            from . import bisect
+            bisect.check(args.first)
         elif args.cmd == "lint":
             from . import lint
             return 0 if lint.run_all() else 1

@@ -870,3 +870,18 @@ def test_bench_ab_pairs_passes_either_order():
         bench_ab.ab_summary("p", passes[:3])
     with pytest.raises(StepError, match="a pair of passes"):
         bench_ab.ab_summary("p", [passes[1], passes[2]])
+
+
+def test_bisect_sees_compiler_and_modpost_warnings_only():
+    from testbed.bisect import warnings
+    log = """  CC      drivers/vfio/vfio_iommu_type1.o
+../drivers/vfio/vfio_iommu_type1.c:3120:13: warning: 'vfio_nest_large_at' defined but not used [-Wunused-function]
+WARNING: modpost: missing MODULE_DESCRIPTION() in drivers/vhost/vhost_iommu.o
+drivers/vfio/Kconfig:55:warning: symbol GENERIC_PT does not exist
+make[2]: warning: jobserver unavailable
+  LD [M]  drivers/vhost/vhost_iommu.ko
+"""
+    found = warnings(log)
+    assert len(found) == 2
+    assert "defined but not used" in found[0] and "modpost" in found[1]
+    assert warnings("  CC      mm/slub.o\n  LD      vmlinux\n") == []
