@@ -10,7 +10,10 @@ their own and compiles the selftests the commit has:
 - x86_64: the x86_64 target's fragments plus the KUnit suites (kunit.config),
   so the tests of generic_pt and of the virtio-iommu driver build too;
 - arm64: the arm64 target (SMMUv3 and its KUnit suite, the GIC's MSI for
-  virtio-mmio).
+  virtio-mmio);
+- both with configs/bisect.config: generic_pt and its formats on from the
+  patch that adds them (otherwise nothing selects them before the first
+  driver that uses them), and its KUnit benchmark.
 
 One commit after another in the same O= directory, so make rebuilds what
 the commit changed and what depends on it. The configuration is made again
@@ -54,9 +57,11 @@ class BisectTarget(Target):
 def _targets() -> list[BisectTarget]:
     x86, arm = TARGETS["x86_64"], TARGETS["arm64"]
     return [
-        BisectTarget(x86.name, x86.arch, x86.fragments + ("kunit.config",),
+        BisectTarget(x86.name, x86.arch,
+                     x86.fragments + ("kunit.config", "bisect.config"),
                      x86.image, x86.cross),
-        BisectTarget(arm.name, arm.arch, arm.fragments, arm.image, arm.cross),
+        BisectTarget(arm.name, arm.arch, arm.fragments + ("bisect.config",),
+                     arm.image, arm.cross),
     ]
 
 
