@@ -16,12 +16,16 @@ their own and compiles the selftests the commit has:
   driver that uses them), and its KUnit benchmark.
 
 One commit after another in the same O= directory, so make rebuilds what
-the commit changed and what depends on it. The configuration is made again
+the commit changed and what depends on it (the commit before the first
+checked is built first, unchecked, so that each log shows what its commit
+made kbuild compile). The configuration is made again
 for each commit from the fragments; a symbol a later patch adds is simply
 absent before it (Kconfig warns, the build goes on). A compiler warning
 fails the commit as an error does: the finished series is W=1 clean
 (`make lint`), so a warning on the way is a patch that leaves something
-half done (a function used only by a later patch, say).
+half done (a function used only by a later patch, say). So does a C file
+the commit changes that neither kernel compiled: a patch must compile
+what it brings, not leave it to the patch whose driver first selects it.
 """
 
 from __future__ import annotations
@@ -105,6 +109,34 @@ def warnings(build_log: str) -> list[str]:
     return [line for line in build_log.splitlines() if WARNING.match(line)]
 
 
+# A C file kbuild compiled: "  CC      path/x.o" or "  CC [M]  path/x.o"
+COMPILED = re.compile(r"^\s+CC(?: \[M\])?\s+(\S+)\.o$", re.M)
+
+
+def compiled(build_log: str) -> set[str]:
+    """The C files (tree paths) a kernel build's output says it compiled."""
+    return {m.group(1) + ".c" for m in COMPILED.finditer(build_log)}
+
+
+def uncompiled(changed: list[str], built: set[str], tree: Path) -> list[str]:
+    """The kernel C files of @changed that no build compiled.
+
+    A file another compiled file of its folder includes (a test suite
+    built into its driver, say) counts as compiled with it.
+    """
+    missing = []
+    for rel in changed:
+        if not rel.endswith(".c") or rel.startswith(("tools/", "scripts/")) or rel in built:
+            continue
+        folder, name = rel.rpartition("/")[0], rel.rpartition("/")[2]
+        include = re.compile(rf'^#include\s+"{re.escape(name)}"', re.M)
+        if not any(b.rpartition("/")[0] == folder and
+                   include.search((tree / b).read_text(errors="replace"))
+                   for b in built):
+            missing.append(rel)
+    return missing
+
+
 def _selftests(t: BisectTarget, label: str) -> None:
     """Compile the selftests the commit has against its uAPI headers."""
     run(make_args(t) + ["headers"], log=LOGS / f"{label}-{t.name}-headers.log")
@@ -125,6 +157,14 @@ def check(first: int = 1) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     targets = _targets()
     with build_lock(paths.BUILD_LOCK):
+        # The commit before the first one checked, built unchecked: each
+        # commit's build log then shows what that commit made kbuild
+        # compile, whatever the O= directories held before.
+        before = commits[first - 2] if first > 1 else "base"
+        with step(f"bisect: start from {'patch %04d' % (first - 1) if first > 1 else 'base'}"):
+            run(["git", "-C", wt, "checkout", "-q", "-f", "--detach", before])
+            for t in targets:
+                _build(t, "start")
         for n, sha in enumerate(commits, 1):
             if n < first:
                 continue
@@ -132,11 +172,21 @@ def check(first: int = 1) -> None:
             label = f"{n:04d}"
             with step(f"bisect {label} {subject}"):
                 run(["git", "-C", wt, "checkout", "-q", "-f", "--detach", sha])
+                built: set[str] = set()
                 for t in targets:
                     found = _build(t, label)
                     if found:
                         raise StepError(f"patch {label} ({t.name}) builds with "
                                         "warnings:\n  " + "\n  ".join(found))
+                    built |= compiled((LOGS / f"{label}-{t.name}.log").read_text(
+                        errors="replace"))
+                changed = _git("diff-tree", "--no-commit-id", "-r", "--name-only",
+                               "--diff-filter=AM", sha).split()
+                missing = uncompiled(changed, built, wt)
+                if missing:
+                    raise StepError(f"patch {label} changes C files that neither "
+                                    "kernel compiled (turn them on in "
+                                    "configs/bisect.config): " + ", ".join(missing))
                 _selftests(targets[0], label)
     print(f"bisect: patches {first}-{len(commits)} of {len(commits)} build "
           "(x86_64 with KUnit, arm64, the selftests)")

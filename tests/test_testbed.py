@@ -885,3 +885,26 @@ make[2]: warning: jobserver unavailable
     assert len(found) == 2
     assert "defined but not used" in found[0] and "modpost" in found[1]
     assert warnings("  CC      mm/slub.o\n  LD      vmlinux\n") == []
+
+
+def test_bisect_finds_changed_c_files_no_build_compiled(tmp_path):
+    from testbed.bisect import compiled, uncompiled
+    log = """  CC      drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.o
+  CC [M]  drivers/vhost/iommu.o
+  AS      arch/x86/entry/entry_64.o
+  HOSTCC  scripts/kallsyms
+"""
+    built = compiled(log)
+    assert built == {"drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c",
+                     "drivers/vhost/iommu.c"}
+    smmu = tmp_path / "drivers/iommu/arm/arm-smmu-v3"
+    smmu.mkdir(parents=True)
+    (smmu / "arm-smmu-v3.c").write_text('int x;\n#include "arm-smmu-v3-gpt-test.c"\n')
+    changed = ["drivers/vhost/iommu.c",
+               "drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3-gpt-test.c",
+               "drivers/iommu/generic_pt/gpt_pages.c",
+               "tools/testing/selftests/iommu/vfio_nested.c",
+               "Documentation/iommu/vfio-nesting.rst"]
+    # Only the library nothing compiled: the included test suite came with
+    # its driver, the selftest and the text are not kernel C files.
+    assert uncompiled(changed, built, tmp_path) == ["drivers/iommu/generic_pt/gpt_pages.c"]
