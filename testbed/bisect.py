@@ -31,15 +31,14 @@ what it brings, not leave it to the patch whose driver first selects it.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
 from .initramfs import COMPILER, PROGRAMS
-from .kernel import fragment_text, make_args, TARGETS, Target
+from .kernel import fragment_text, make_args, worktree_at, TARGETS, Target
 from .shell import StepError, build_lock, run, step
+from .tree import git
 
 TREE_BISECT = paths.BUILD / "tree-bisect"
 LOGS = paths.LOGS / "bisect"
@@ -71,25 +70,6 @@ def _targets() -> list[BisectTarget]:
 
 # A compiler's or the linker's warning, not make's or Kconfig's.
 WARNING = re.compile(r"^\S+:\d+(:\d+)?: warning: |^WARNING: modpost: ", re.M)
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(paths.TREE), *args], check=True,
-                          text=True, stdout=subprocess.PIPE).stdout
-
-
-def worktree() -> Path:
-    """build/tree-bisect, a detached worktree of build/tree."""
-    probe = subprocess.run(["git", "-C", str(TREE_BISECT), "rev-parse", "HEAD"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if TREE_BISECT.exists() and probe.returncode == 0:
-        return TREE_BISECT
-    if TREE_BISECT.exists():
-        shutil.rmtree(TREE_BISECT)      # its build/tree was made again
-    run(["git", "-C", paths.TREE, "worktree", "prune"], quiet=True)
-    run(["git", "-C", paths.TREE, "worktree", "add", "-q", "--detach",
-         TREE_BISECT, "base"])
-    return TREE_BISECT
 
 
 def _build(t: BisectTarget, label: str) -> list[str]:
@@ -150,10 +130,10 @@ def _selftests(t: BisectTarget, label: str) -> None:
 
 def check(first: int = 1) -> None:
     """Build every commit after base from the @first-th; fail on the first bad one."""
-    commits = _git("rev-list", "--reverse", "base..HEAD").split()
+    commits = git("rev-list", "--reverse", "base..HEAD").split()
     if not commits:
         raise StepError("build/tree has no commits after base")
-    wt = worktree()
+    wt = worktree_at(TREE_BISECT, "base")
     LOGS.mkdir(parents=True, exist_ok=True)
     targets = _targets()
     with build_lock(paths.BUILD_LOCK):
@@ -168,7 +148,7 @@ def check(first: int = 1) -> None:
         for n, sha in enumerate(commits, 1):
             if n < first:
                 continue
-            subject = _git("log", "-1", "--format=%s", sha).strip()
+            subject = git("log", "-1", "--format=%s", sha).strip()
             label = f"{n:04d}"
             with step(f"bisect {label} {subject}"):
                 run(["git", "-C", wt, "checkout", "-q", "-f", "--detach", sha])
@@ -180,7 +160,7 @@ def check(first: int = 1) -> None:
                                         "warnings:\n  " + "\n  ".join(found))
                     built |= compiled((LOGS / f"{label}-{t.name}.log").read_text(
                         errors="replace"))
-                changed = _git("diff-tree", "--no-commit-id", "-r", "--name-only",
+                changed = git("diff-tree", "--no-commit-id", "-r", "--name-only",
                                "--diff-filter=AM", sha).split()
                 missing = uncompiled(changed, built, wt)
                 if missing:

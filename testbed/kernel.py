@@ -156,8 +156,14 @@ def stock_tree() -> Path:
     virtio-iommu.c. It follows build/tree: a re-assembled tree moves it to
     the new commit; a tree made from scratch gets a new worktree.
     """
-    sha = stock_commit()
-    wt = paths.TREE_STOCK
+    return worktree_at(paths.TREE_STOCK, stock_commit())
+
+
+def worktree_at(wt: Path, sha: str) -> Path:
+    """@wt, a detached git worktree of build/tree, checked out at @sha.
+
+    A worktree whose build/tree was made again from scratch is made anew.
+    """
     head = subprocess.run(["git", "-C", str(wt), "rev-parse", "HEAD"], text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     if wt.exists() and head.returncode == 0:
@@ -165,7 +171,7 @@ def stock_tree() -> Path:
             run(["git", "-C", wt, "checkout", "-q", "-f", "--detach", sha])
         return wt
     if wt.exists():
-        shutil.rmtree(wt)           # its build/tree was made again from scratch
+        shutil.rmtree(wt)
     run(["git", "-C", paths.TREE, "worktree", "prune"], quiet=True)
     run(["git", "-C", paths.TREE, "worktree", "add", "-q", "--detach", wt, sha])
     return wt
