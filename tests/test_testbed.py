@@ -768,6 +768,17 @@ def test_bench_vhost_guest_rows_and_ratios():
     bn.add_ratios(rows)
     assert c["vs_b"]["map_ns"] == 0.25 and c["vs_d"]["down_MBps"] == 0.5
     assert "vs_a" not in b and "(c)/(b)" in bn.table(rows)
+    # the busy loop: (e) boots the vhost scenario with poll-us on its
+    # device, against (b) and (a)
+    assert "vhost=on" in bn.IOMMU["e"] and "poll-us=" in bn.IOMMU["e"]
+    assert [p[1:] for p in bn.PATHS if p[0] == "e"] == \
+        [p[1:] for p in bn.PATHS if p[0] == "b"]
+    rows = bn.median_rows({"a": [run(2.0, 800)], "b": kicked,
+                           "e": [dict(run(4.0, 200), kicks_per_1k_pairs=200.0)]})
+    bn.add_ratios(rows)
+    e = rows[-1]
+    assert e["vs_b"]["map_ns"] == 0.5 and e["vs_a"]["map_ns"] == 0.25
+    assert "(e)/(b)" in bn.table(rows) and "(e)/(a)" in bn.table(rows)
 
 
 def test_run_vhost_reads_the_kernel_devices_counters():

@@ -310,6 +310,18 @@ if [ "$TB_L2_VHOST" = 1 ]; then
 		check "the edu was a VFIO endpoint of the kernel device (dma=vfio, in a domain)" \
 			grep -q 'domain=[0-9].* dma=vfio ' /tmp/vstats
 	fi
+	# poll-us (QEMU patch 0049): the worker's busy loop found requests
+	# L2 did not notify; without it the worker never loops
+	case "$TB_L2_IOMMU" in
+	*poll-us=*)
+		check "the worker's busy loop served requests L2 did not notify ($(vstat busy_poll_hits "$totals") of $(vstat busy_polls "$totals") looks)" \
+			[ "$(vstat busy_poll_hits "$totals")" -gt 0 ]
+		;;
+	*)
+		check "no busy loop without poll-us ($(vstat busy_polls "$totals") looks)" \
+			[ "$(vstat busy_polls "$totals")" -eq 0 ]
+		;;
+	esac
 	# Posted MAP: lookups found MAPs L2 had not notified, and served them
 	if [ "$(vstat posted_map /tmp/vstats)" = 1 ] &&
 	   grep -q ' mode=map ' /tmp/vstats; then

@@ -49,6 +49,9 @@ static void vhost_iommu_show_stats(struct seq_file *s,
 	seq_printf(s, "translates %lld\ntranslate_faults %lld\n",
 		   atomic64_read(&st->translates),
 		   atomic64_read(&st->translate_faults));
+	seq_printf(s, "busy_polls %lld\nbusy_poll_hits %lld\n",
+		   atomic64_read(&st->busy_polls),
+		   atomic64_read(&st->busy_poll_hits));
 }
 
 static const char *vhost_iommu_ep_mode(struct vhost_iommu *v,

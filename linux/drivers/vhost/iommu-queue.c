@@ -10,6 +10,8 @@
  * iommu-domain.c under vhost_iommu.lock.  Faults wait in a small ring until
  * the guest gives the event queue a buffer.
  */
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 
@@ -231,6 +233,42 @@ static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
 }
 
 /*
+ * The request queue is empty and the VMM set a busy-loop timeout on it
+ * (VHOST_SET_VRING_BUSYLOOP_TIMEOUT, microseconds): look at the ring for
+ * that long, notifications still off, before the worker sleeps.  A driver
+ * that sends its next request within the window then neither kicks nor
+ * waits for the worker to be woken, which is most of a request's cost when
+ * the worker runs on another CPU than the guest.  Other work queued for
+ * the worker, a reschedule or a signal ends the wait, and it lasts at most
+ * VHOST_IOMMU_MAX_BUSYLOOP_US: the worker holds the queue's mutex, which
+ * a lookup that serves posted MAPs waits for.  Returns true if a request
+ * came.
+ */
+static bool vhost_iommu_busy_poll(struct vhost_iommu *v,
+				  struct vhost_virtqueue *vq)
+{
+	u32 us = min(vq->busyloop_timeout, VHOST_IOMMU_MAX_BUSYLOOP_US);
+	bool found = false;
+	u64 end;
+
+	migrate_disable();
+	end = local_clock() + (u64)us * NSEC_PER_USEC;
+	while (!need_resched() && !signal_pending(current) &&
+	       !vhost_vq_has_work(vq) && local_clock() < end) {
+		if (!vhost_vq_avail_empty(&v->dev, vq)) {
+			found = true;
+			break;
+		}
+		cpu_relax();
+	}
+	migrate_enable();
+	vhost_iommu_count(v, busy_polls, 1);
+	if (found)
+		vhost_iommu_count(v, busy_poll_hits, 1);
+	return found;
+}
+
+/*
  * Serve the available requests, vq->mutex held: until the ring is empty,
  * or, from a kick (@limit 0), until the worker's weight is spent (the work
  * is queued again then).  Returns how many were served.
@@ -248,7 +286,16 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
 					 &out, &in, NULL, NULL);
 		if (head == vq->num) {
-			/* Empty: notifications on, unless a request came */
+			/*
+			 * Empty: from a kick, answer what was served and
+			 * look again for a while if the VMM asked for it
+			 */
+			if (!limit && vq->busyloop_timeout) {
+				vhost_signal(&v->dev, vq);
+				if (vhost_iommu_busy_poll(v, vq))
+					continue;
+			}
+			/* Notifications on, unless a request came */
 			if (likely(!vhost_enable_notify(&v->dev, vq)))
 				break;
 			vhost_disable_notify(&v->dev, vq);

@@ -93,6 +93,9 @@ struct vhost_iommu_bound {
  * What a device served (iommu-debugfs.c); vhost_iommu_totals adds up every
  * device's.
  */
+/* The longest busy loop on an emptied request queue (VMM's timeout, us) */
+#define VHOST_IOMMU_MAX_BUSYLOOP_US	1000
+
 struct vhost_iommu_stats {
 	atomic64_t requests[VIRTIO_IOMMU_T_INVALIDATE + 1];	/* 0: unanswered */
 	atomic64_t failed;		/* answered, not OK */
@@ -102,6 +105,8 @@ struct vhost_iommu_stats {
 	atomic64_t miss_faults;		/* of which the access faulted */
 	atomic64_t translates;		/* VHOST_IOMMU_TRANSLATE lookups */
 	atomic64_t translate_faults;	/* of which failed */
+	atomic64_t busy_polls;		/* empty request queue looked at */
+	atomic64_t busy_poll_hits;	/* of which found a request */
 };
 
 extern struct vhost_iommu_stats vhost_iommu_totals;
