@@ -173,6 +173,10 @@ def kernel_device(con) -> list[str]:
              f"({g('translate_faults')} failed)",
              f"kernel:    posted MAP {'on' if dev.get('posted_map') == '1' else 'off'}: "
              f"{g('fetches')} lookups served {g('fetched')} requests L2 had not notified"]
+    if g("busy_polls", "0") != "0":
+        lines.append(f"kernel:    busy loop (poll-us): {g('busy_poll_hits')} of "
+                     f"{g('busy_polls')} looks at the emptied request queue found "
+                     f"a request")
     lines += [f"endpoint:  {e}" for e in endpoints]
     return lines
 

@@ -807,6 +807,11 @@ def test_run_vhost_reads_the_kernel_devices_counters():
     assert lines[3] == "endpoint:  8 domain=1 mode=map dma=vhost posted=yes"
     assert "attach=0 map=0" in report.qemu_trace(Con(diags))[0]
     assert report.kernel_device(Con([])) == ["kernel:    no counters from the kernel device"]
+    # the busy loop's line only where the worker looped (poll-us)
+    assert not any("busy loop" in line for line in lines)
+    polled = report.kernel_device(Con(diags + ["vhost-iommu-totals: busy_polls 50",
+                                               "vhost-iommu-totals: busy_poll_hits 40"]))
+    assert "busy loop (poll-us): 40 of 50 looks" in polled[3]
 
 
 def test_bench_nested_rows_and_ratios():
