@@ -1003,19 +1003,35 @@ def test_vhost_iotlb_entry_keeps_the_permission(rig_factory, vhost_user_backend,
 
 
 
-@pytest.mark.parametrize("withheld", ["read", "write"])
-def test_amd_table_entry_withholding_an_access(rig_factory, vhost_user_backend, withheld):
+# A table entry above a read-write leaf that withholds an access: (walk,
+# access withheld, the entry's bits cleared, the entry's bits set)
+WITHHELD = {
+    "amd-read": ("q35-amd-4level", "read", 1 << 61, 0),      # IR clear
+    "amd-write": ("q35-amd-4level", "write", 1 << 62, 0),    # IW clear
+    "lpae-write": ("virt-lpae-4k", "write", 0, 1 << 62),     # APTable[1]
+}
+
+
+@pytest.mark.parametrize("case", WITHHELD)
+def test_table_entry_withholding_an_access(rig_factory, vhost_user_backend, case):
     """AMD v1: a table entry above a read-write leaf without IR (or IW)
-    withholds that access, which amd-iommu's walk checks only when asked
-    for it: the entry vhost gets for the other access must not carry it
-    (qemu/patches 0016), and asking for it is refused with a fault."""
+    withholds that access; ARMv8 stage 1: a table descriptor with
+    APTable[1] set withholds write. The models' walks check it when asked
+    for that access; the entry they give for the other access leaves it
+    out (qemu/patches 0050, 0051; the virtio-iommu's walkers walked a
+    second time for it before 0052), so vhost's entry does not carry it,
+    and asking for it is refused with a fault."""
+    walk, withheld, clear, set_ = WITHHELD[case]
+    board, fmt, ias, granule = WALKS[walk]
     b = vhost_user_backend
-    r = _vhost_net_rig(rig_factory, "attach-table=on", b)
-    t = _net_tables(r, qt.PGTF_AMD_V1, 48)
+    r = _vhost_net_rig(rig_factory, "attach-table=on", b, board)
+    t = _net_tables(r, fmt, ias, granule)
     t.map(IOVA, r.data(0))
     pde = t.entry_addr(IOVA, 2)
-    t.set(pde, r.q.readn(pde, 8) & ~(1 << (61 if withheld == "read" else 62)))
-    assert r.v.status(qt.attach_table(1, NET_EP, qt.PGTF_AMD_V1, t.root, 48)) == qt.S_OK
+    t.set(pde, (r.q.readn(pde, 8) & ~clear) | set_)
+    extra = dict(asid=1, mair=0xff) if fmt == qt.PGTF_ARM_LPAE else {}
+    assert r.v.status(qt.attach_table(1, NET_EP, fmt, t.root, ias, granule,
+                                      **extra)) == qt.S_OK
     _start_net(r, b)
     r.v.faults()
     ok, sent = b.miss(IOVA, write=withheld == "read")
