@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 RESULT = re.compile(r"^\s*(not ok|ok) (\d+)(?: -)? ?([^#]*?)\s*(?:#\s*(SKIP|TODO)\b(.*))?$")
 BEGIN = re.compile(r"TB-BEGIN (\S+)")
 END = re.compile(r"TB-END (\S+) (\d+)(?: (\d+))?")
+# How many of a failed case's last diagnostic lines its detail keeps.
+FAIL_DETAIL_LINES = 8
 
 # Kernel reports that fail a boot whatever the tests said.
 KERNEL_REPORTS = re.compile(
@@ -74,6 +76,7 @@ def parse_console(text: str) -> Console:
     """Split a console log into steps and collect kernel reports."""
     con = Console()
     current: Step | None = None
+    said: list[str] = []            # a step's diagnostics since its last result
     for raw in text.splitlines():
         line = raw.replace("\r", "")
         if "TB-BOOTED" in line:
@@ -97,7 +100,16 @@ def parse_console(text: str) -> Console:
             continue
         current.lines.append(line)
         case = parse_result(line)
+        if case is None:
+            if line.strip().startswith("# "):
+                said.append(line.strip()[2:])
+            continue
         # Nested (indented) results are a subtest's own; its parent line counts.
-        if case and not line.startswith((" ", "\t")):
+        if not line.startswith((" ", "\t")):
+            if case.status == "fail":
+                # What the case said before failing: kselftest's
+                # "file:line:test:Expected ..." lines and its TH_LOGs.
+                case.detail = "; ".join(said[-FAIL_DETAIL_LINES:])
             current.cases.append(case)
+        said = []
     return con

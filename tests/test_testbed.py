@@ -40,6 +40,18 @@ def test_console_failure_and_missing_end_are_seen():
         "edu.write_after_unmap_does_not_reach_memory"]
 
 
+def test_failed_case_keeps_what_it_said():
+    """A failed case carries the kselftest lines before its result, so CI says why."""
+    con = ktap.parse_console(
+        "TB-BEGIN iommu\n#  RUN           v.a ...\n#            OK  v.a\nok 1 v.a\n"
+        "#  RUN           v.b ...\n# t.c:548:b:Expected 16 (16) <= skipped (3)\n"
+        "# b: Test failed\nnot ok 2 v.b\n1..2\nTB-END iommu 1\n")
+    a, b = con.steps["iommu"].cases
+    assert a.status == "pass" and a.detail == ""
+    assert b.status == "fail" and "Expected 16 (16) <= skipped (3)" in b.detail
+    assert "v.a" not in b.detail
+
+
 def test_console_kernel_warning_and_skip():
     con = ktap.parse_console((DATA / "console-warn.log").read_text())
     assert len(con.reports) == 1 and "WARNING: CPU" in con.reports[0]
