@@ -49,6 +49,11 @@ class Step:
     def skipped(self) -> bool:
         return bool(self.cases) and all(c.status == "skip" for c in self.cases)
 
+    def failures(self) -> list[str]:
+        """The failed cases, each with what it said before failing."""
+        return [f"{c.name} ({c.detail})" if c.detail else c.name
+                for c in self.cases if c.status == "fail"]
+
     def diagnostics(self) -> list[str]:
         return [l.strip()[2:] for l in self.lines if l.strip().startswith("# ")]
 

@@ -17,8 +17,7 @@ def test_step(scenario, step):
     result = booted(scenario)
     got = result.console.steps.get(step)
     assert got is not None, f"{step} did not run ({result.log})"
-    failed = [f"{c.name} ({c.detail})" if c.detail else c.name
-              for c in got.cases if c.status == "fail"]
+    failed = got.failures()
     assert not failed, f"{step}: failed {failed} (log {result.log})"
     assert got.cases, f"{step} reported no results (log {result.log})"
     assert not got.skipped, f"{step}: every case skipped (log {result.log})"

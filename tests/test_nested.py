@@ -29,7 +29,7 @@ def test_nested_step(scenario, level, step):
     console = result.l1 if level == "L1" else result.l2
     got = console.steps.get(step)
     assert got is not None, f"{level} {step} did not run ({result.log})"
-    failed = [c.name for c in got.cases if c.status == "fail"]
+    failed = got.failures()
     assert not failed, f"{level} {step}: failed {failed} (log {result.log})"
     assert got.cases, f"{level} {step} reported no results (log {result.log})"
     assert got.exit_status == 0, f"{level} {step} exited {got.exit_status}"

@@ -50,6 +50,7 @@ def test_failed_case_keeps_what_it_said():
     assert a.status == "pass" and a.detail == ""
     assert b.status == "fail" and "Expected 16 (16) <= skipped (3)" in b.detail
     assert "v.a" not in b.detail
+    assert con.steps["iommu"].failures() == [f"v.b ({b.detail})"]
 
 
 def test_console_kernel_warning_and_skip():
