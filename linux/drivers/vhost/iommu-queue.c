@@ -278,6 +278,7 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 				      unsigned int limit)
 {
 	unsigned int out, in, n = 0;
+	bool answered = false;		/* used buffers not signalled yet */
 	int head;
 	u32 len;
 
@@ -291,7 +292,9 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 			 * look again for a while if the VMM asked for it
 			 */
 			if (!limit && vq->busyloop_timeout) {
-				vhost_signal(&v->dev, vq);
+				if (answered)
+					vhost_signal(&v->dev, vq);
+				answered = false;
 				if (vhost_iommu_busy_poll(v, vq))
 					continue;
 			}
@@ -304,12 +307,14 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 		if (unlikely(head < 0)) {
 			if (!vhost_iommu_skip_bad(v, vq))
 				break;
+			answered = true;
 		} else {
 			len = vhost_iommu_handle_one(v, vq, out, in);
 			if (!len)
 				vhost_iommu_count(v, requests[0], 1);
 			if (vhost_add_used(vq, head, len))
 				break;
+			answered = true;
 		}
 		/*
 		 * A kick's weight spent (vhost queues the work again) or a
@@ -323,7 +328,12 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 			break;
 		}
 	}
-	vhost_signal(&v->dev, vq);
+	/*
+	 * Without VIRTIO_RING_F_EVENT_IDX vhost_signal() interrupts whenever
+	 * the driver allows it: only for buffers it has not been told of.
+	 */
+	if (answered)
+		vhost_signal(&v->dev, vq);
 	return n;
 }
 
