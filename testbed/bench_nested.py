@@ -7,14 +7,16 @@ to use posted MAP (virtio_iommu.posted_map=0),
 (c) vhost-iommu with posted MAP (the driver's default),
 (d) no IOMMU,
 (e) vhost-iommu with its worker busy-polling the emptied request queue
-for up to 1 ms (poll-us=1000, QEMU patch 0049), posted MAP off as in (b).
+for up to 1 ms (poll-us=1000, QEMU patch 0049), posted MAP off as in (b),
+(f) both: posted MAP as in (c) and the busy loop as in (e).
 L2 times a download and an upload through vhost-net, a run of small HTTP
 requests, one-byte TCP round trips to L1's echo server for the bench's
 seconds (guest/steps/net-bench.sh), then dma_map_benchmark on its spare
 edu (guest/steps/dma-bench.sh, one thread: L2 has one CPU, strict
 domains). The paths boot in turn, @rounds times over; each row is the
 median of its boots, with every boot's value kept. Ratios (b)/(a),
-(b)/(d), (c)/(b), (c)/(d), (e)/(b) and (e)/(a) are of the rows' values (a rate above 1 is
+(b)/(d), (c)/(b), (c)/(d), (e)/(b), (e)/(a), (f)/(e) and (f)/(a) are of
+the rows' values (a rate above 1 is
 the first faster; a latency above 1 is it slower). Behind an IOMMU the
 row also has L2's driver's notifications per 1000 map+unmap pairs of
 dma_map_benchmark (its debugfs counters before and after).
@@ -38,18 +40,20 @@ PATHS = (("a", "x86_64-nested-viommu", "DMA", ""),
          ("b", "x86_64-nested-vhost-iommu", "DMA", "virtio_iommu.posted_map=0"),
          ("c", "x86_64-nested-vhost-iommu", "DMA", ""),
          ("d", "x86_64-nested-noiommu", "none", ""),
-         ("e", "x86_64-nested-vhost-iommu", "DMA", "virtio_iommu.posted_map=0"))
+         ("e", "x86_64-nested-vhost-iommu", "DMA", "virtio_iommu.posted_map=0"),
+         ("f", "x86_64-nested-vhost-iommu", "DMA", ""))
 LABELS = {"a": "(a) QEMU virtio-iommu", "b": "(b) vhost-iommu",
           "c": "(c) vhost, posted MAP", "d": "(d) no IOMMU",
-          "e": "(e) vhost, poll-us"}
+          "e": "(e) vhost, poll-us", "f": "(f) vhost, posted+poll"}
 # The paths' IOMMU device where it is not their scenario's
-IOMMU = {"e": "virtio-iommu-pci,vhost=on,poll-us=1000"}
+BUSY_LOOP = f"virtio-iommu-pci,vhost=on,poll-us={nested.BUSY_LOOP_US}"
+IOMMU = {"e": BUSY_LOOP, "f": BUSY_LOOP}
 METRICS = ("down_MBps", "up_MBps", "rr_per_s", "tcp_rr_per_s", "map_ns", "unmap_ns")
 # L2's driver's notifications per 1000 map+unmap pairs, behind an IOMMU
 KICKS = "kicks_per_1k_pairs"
 # (row, reference): the ratios written on the row
 RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"), ("e", "b"),
-          ("e", "a"))
+          ("e", "a"), ("f", "e"), ("f", "a"))
 # io_bench rr's line: one-byte TCP round trips to L1's echo server
 TCP_RR = re.compile(r"bench-mmio: rr ops=(?P<ops>\d+) seconds=(?P<s>[0-9.]+)")
 NETBENCH = re.compile(r"netbench: down_bytes=(?P<db>\d+) down_cs=(?P<dc>\d+) "
@@ -112,7 +116,7 @@ def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
 
 def add_ratios(rows: list[dict]) -> None:
     """RATIOS of each metric: on row (b) vs_a and vs_d, on (c) vs_b and
-    vs_d, on (e) vs_b and vs_a."""
+    vs_d, on (e) vs_b and vs_a, on (f) vs_e and vs_a."""
     by = {r["iommu"]: r for r in rows}
     for key, ref in RATIOS:
         if key in by and ref in by:
@@ -139,7 +143,7 @@ def table(rows: list[dict]) -> str:
 
 
 def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) -> Path:
-    """Boot (a) to (d) in turn, @rounds times; write vhost-guest.json."""
+    """Boot the PATHS in turn, @rounds times; write vhost-guest.json."""
     if build:
         kernel.build_all(["x86_64"])
         qemu_build.build()

@@ -114,6 +114,10 @@ class Nested:
 # (guest/steps/viommu-stats.sh checks it)
 POSTED = (("TB_VIOMMU_POSTED", "1"),)
 
+# QEMU's poll-us for the kernel device (patch 0049): its worker looks at
+# the emptied request queue for this long, the most vhost-iommu takes
+BUSY_LOOP_US = 1000
+
 # The chain of x86_64-nested-vhost-vfio with QEMU's own device in
 # page-table mode: QEMU scans L2's table at each INVALIDATE and maps its
 # leaves into L1's VFIO container (QEMU patch 0032). Faults stay in L1:
@@ -180,8 +184,8 @@ NESTED = {n.name: n for n in (
            "attaches ARMv8 stage-1 tables, which L1's kernel walks (generic_pt's "
            "foreign lookup) for vhost-net's misses and the emulated devices' "
            "translations; the kernel device busy-polls its request queue "
-           "(poll-us=1000)",
-           "virtio-iommu-pci,vhost=on,attach-table=on,poll-us=1000", True,
+           f"(poll-us={BUSY_LOOP_US})",
+           f"virtio-iommu-pci,vhost=on,attach-table=on,poll-us={BUSY_LOOP_US}", True,
            template="arm64-virtio-iommu-pt", l2_arch="arm64"),
     Nested("x86_64-nested-vhost-iommu-reset",
            "the vhost=on scenario with L2 reset after its net step (a guest "

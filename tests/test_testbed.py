@@ -792,6 +792,17 @@ def test_bench_vhost_guest_rows_and_ratios():
     e = rows[-1]
     assert e["vs_b"]["map_ns"] == 0.5 and e["vs_a"]["map_ns"] == 0.25
     assert "(e)/(b)" in bn.table(rows) and "(e)/(a)" in bn.table(rows)
+    # both: (f) is (c)'s L2 (posted MAP) behind (e)'s device (the loop)
+    assert bn.IOMMU["f"] == bn.IOMMU["e"]
+    assert [p[1:] for p in bn.PATHS if p[0] == "f"] == \
+        [p[1:] for p in bn.PATHS if p[0] == "c"]
+    rows = bn.median_rows({"a": [run(2.0, 800)],
+                           "e": [dict(run(4.0, 200), kicks_per_1k_pairs=200.0)],
+                           "f": [dict(run(4.0, 100), kicks_per_1k_pairs=100.0)]})
+    bn.add_ratios(rows)
+    f = rows[-1]
+    assert f["vs_e"]["map_ns"] == 0.5 and f["vs_a"]["map_ns"] == 0.12
+    assert "(f)/(e)" in bn.table(rows) and "(f)/(a)" in bn.table(rows)
 
 
 def test_run_vhost_reads_the_kernel_devices_counters():
