@@ -537,10 +537,11 @@ TEST_F(viommu, busy_loop_off_asks_for_kicks)
  * once the queue is empty the device looks at it for that long (at most
  * 1 ms) with notifications still suppressed, so the driver leaves kicks
  * out (at least twice as many as the control's most) and every request
- * is answered all the same; the counters say the loop found them.  It needs a second CPU: the device's worker polls
- * on one while the driver runs on the other (pinned apart: unpinned, the
- * loop found nothing in one run of three, as when both share a CPU).  The
- * VMM sets it while the device is stopped, as the queues' other calls.
+ * is answered all the same; the counters say the loop found them.  It
+ * needs a second CPU: the device's worker polls on one while the driver
+ * runs on the other (pinned apart: unpinned, the loop found nothing in one
+ * run of three, as when both share a CPU).  The VMM sets it while the
+ * device is stopped, as the queues' other calls.
  */
 TEST_F(viommu, busy_loop_serves_unnotified_requests)
 {
@@ -588,9 +589,10 @@ TEST_F(viommu, busy_loop_serves_unnotified_requests)
 /*
  * Without VIRTIO_RING_F_EVENT_IDX the device interrupts for used buffers
  * whenever the driver has not set VRING_AVAIL_F_NO_INTERRUPT (virtio 1.3,
- * "Used Buffer Notification Suppression").  The busy loop answers before it looks at the ring:
- * a look that finds nothing has nothing more to tell, and a kick that
- * finds the queue empty none at all.  One call for one answer.
+ * "Used Buffer Notification Suppression").  The busy loop answers before
+ * it looks at the ring: a look that finds nothing has nothing more to
+ * tell, and a kick that finds the queue empty none at all.  One call for
+ * one answer.
  */
 TEST_F(viommu, busy_loop_calls_once_an_answer)
 {
