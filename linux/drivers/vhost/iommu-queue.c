@@ -232,6 +232,13 @@ static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
 	return true;
 }
 
+/* How a look at the emptied request queue ended */
+enum vhost_iommu_look {
+	VHOST_IOMMU_LOOK_FOUND,		/* a request came */
+	VHOST_IOMMU_LOOK_IDLE,		/* none: time out, reschedule, signal */
+	VHOST_IOMMU_LOOK_WORK,		/* other work was queued for the worker */
+};
+
 /*
  * The request queue is empty and the VMM set a busy-loop timeout on it
  * (VHOST_SET_VRING_BUSYLOOP_TIMEOUT, microseconds): look at the ring for
@@ -241,31 +248,34 @@ static bool vhost_iommu_skip_bad(struct vhost_iommu *v,
  * the worker runs on another CPU than the guest.  Other work queued for
  * the worker, a reschedule or a signal ends the wait, and it lasts at most
  * VHOST_IOMMU_MAX_BUSYLOOP_US: the worker holds the queue's mutex, which
- * a lookup that serves posted MAPs waits for.  Returns true if a request
- * came.
+ * a lookup that serves posted MAPs waits for.
  */
-static bool vhost_iommu_busy_poll(struct vhost_iommu *v,
-				  struct vhost_virtqueue *vq)
+static enum vhost_iommu_look vhost_iommu_busy_poll(struct vhost_iommu *v,
+						   struct vhost_virtqueue *vq)
 {
 	u32 us = min(vq->busyloop_timeout, VHOST_IOMMU_MAX_BUSYLOOP_US);
-	bool found = false;
+	enum vhost_iommu_look look = VHOST_IOMMU_LOOK_IDLE;
 	u64 end;
 
 	migrate_disable();
 	end = local_clock() + (u64)us * NSEC_PER_USEC;
 	while (!need_resched() && !signal_pending(current) &&
-	       !vhost_vq_has_work(vq) && local_clock() < end) {
+	       local_clock() < end) {
 		if (!vhost_vq_avail_empty(&v->dev, vq)) {
-			found = true;
+			look = VHOST_IOMMU_LOOK_FOUND;
+			break;
+		}
+		if (vhost_vq_has_work(vq)) {
+			look = VHOST_IOMMU_LOOK_WORK;
 			break;
 		}
 		cpu_relax();
 	}
 	migrate_enable();
 	vhost_iommu_count(v, busy_polls, 1);
-	if (found)
+	if (look == VHOST_IOMMU_LOOK_FOUND)
 		vhost_iommu_count(v, busy_poll_hits, 1);
-	return found;
+	return look;
 }
 
 /*
@@ -279,6 +289,7 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 {
 	unsigned int out, in, n = 0;
 	bool answered = false;		/* used buffers not signalled yet */
+	enum vhost_iommu_look look;
 	int head;
 	u32 len;
 
@@ -295,8 +306,20 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 				if (answered)
 					vhost_signal(&v->dev, vq);
 				answered = false;
-				if (vhost_iommu_busy_poll(v, vq))
+				look = vhost_iommu_busy_poll(v, vq);
+				if (look == VHOST_IOMMU_LOOK_FOUND)
 					continue;
+				/*
+				 * Other work first, then look again, with
+				 * notifications still off.  That work is most
+				 * often the kick of a driver that did not see
+				 * the loop: turned on here, notifications would
+				 * ask it to kick for every request after.
+				 */
+				if (look == VHOST_IOMMU_LOOK_WORK) {
+					vhost_poll_queue(&vq->poll);
+					break;
+				}
 			}
 			/* Notifications on, unless a request came */
 			if (likely(!vhost_enable_notify(&v->dev, vq)))
