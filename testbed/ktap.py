@@ -55,7 +55,7 @@ class Step:
                 for c in self.cases if c.status == "fail"]
 
     def diagnostics(self) -> list[str]:
-        return [l.strip()[2:] for l in self.lines if l.strip().startswith("# ")]
+        return [d for d in map(diagnostic, self.lines) if d is not None]
 
 
 @dataclass
@@ -64,6 +64,12 @@ class Console:
     done: bool = False
     steps: dict[str, Step] = field(default_factory=dict)
     reports: list[str] = field(default_factory=list)
+
+
+def diagnostic(line: str) -> str | None:
+    """A TAP diagnostic line's text ("# " and the indent dropped), else None."""
+    line = line.strip()
+    return line[2:] if line.startswith("# ") else None
 
 
 def parse_result(line: str) -> Case | None:
@@ -93,6 +99,7 @@ def parse_console(text: str) -> Console:
         m = BEGIN.search(line)
         if m:
             current = con.steps.setdefault(m.group(1), Step(m.group(1)))
+            said = []
             continue
         m = END.search(line)
         if m and current and m.group(1) == current.name:
@@ -106,8 +113,8 @@ def parse_console(text: str) -> Console:
         current.lines.append(line)
         case = parse_result(line)
         if case is None:
-            if line.strip().startswith("# "):
-                said.append(line.strip()[2:])
+            if (d := diagnostic(line)) is not None:
+                said.append(d)
             continue
         # Nested (indented) results are a subtest's own; its parent line counts.
         if not line.startswith((" ", "\t")):

@@ -51,6 +51,10 @@ def test_failed_case_keeps_what_it_said():
     assert b.status == "fail" and "Expected 16 (16) <= skipped (3)" in b.detail
     assert "v.a" not in b.detail
     assert con.steps["iommu"].failures() == [f"v.b ({b.detail})"]
+    # a step's trailing lines stay out of the next step's first case
+    con = ktap.parse_console("TB-BEGIN one\nok 1 x\n# PASSED: 1 / 1\nTB-END one 0\n"
+                             "TB-BEGIN two\nnot ok 1 y\nTB-END two 1\n")
+    assert con.steps["two"].failures() == ["y"]
 
 
 def test_console_kernel_warning_and_skip():

@@ -400,6 +400,26 @@ static void spin_us(unsigned int us)
 		;
 }
 
+/* Spin on the used ring for an answer, a second at most: 1 if one came */
+static int wait_answer(struct _test_data_viommu *self)
+{
+	double end = now_s() + 1;
+
+	while (!used_pending(&self->rq) && now_s() < end)
+		;
+	return used_pending(&self->rq) != 0;
+}
+
+/* Make request @i available and kick, whatever the device asked */
+static int post_kick(struct _test_data_viommu *self, unsigned int i,
+		     const void *req, size_t size)
+{
+	uint64_t one = 1;
+
+	post(self, i, req, size);
+	return write(self->rq.kick, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+}
+
 /*
  * Map and unmap @n pages one request at a time, each @gap_us after the
  * answer to the one before, kicking only where the device asks, and
@@ -419,7 +439,6 @@ static int map_unmap_skipping_kicks(struct _test_data_viommu *self,
 		.phys_start = GPA_BASE + 0x20000, .flags = RW,
 	};
 	unsigned int i, skipped = 0;
-	double end;
 	int r;
 
 	for (i = 0; i < 2 * n; i++) {
@@ -438,10 +457,7 @@ static int map_unmap_skipping_kicks(struct _test_data_viommu *self,
 		if (r < 0)
 			return -1;
 		skipped += r;
-		end = now_s() + 1;
-		while (!used_pending(&self->rq) && now_s() < end)
-			;
-		if (!used_is(self, i % 8, OK))
+		if (!wait_answer(self) || !used_is(self, i % 8, OK))
 			return -1;
 	}
 	return skipped;
@@ -499,13 +515,25 @@ static int pin_apart(void)
 #define GAP_US	200
 
 /*
- * How many times the two tests below may measure their 32 requests before
- * they fail: each asks that one measurement show what it looks for.  Under
+ * How many times the tests below measure their 32 requests: the first two
+ * ask that one measurement show what they look for, the third sums.  Under
  * TCG each guest CPU is a host thread, and a host that takes one away for
  * a timeslice stops it for longer than the 1 ms loop; on a busy host one
  * measurement in several can miss whatever the device does.
  */
 #define ATTEMPTS 4
+
+/* Stop the device, give its request queue a 1 ms busy loop, start it */
+static void busy_loop_on(struct __test_metadata *_metadata,
+			 struct _test_data_viommu *self)
+{
+	struct vhost_vring_state t = { .index = 0, .num = 1000 };
+	uint32_t zero = 0, one = 1;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+}
 
 /*
  * Without a busy loop the device asks for a notification once it served
@@ -546,7 +574,6 @@ TEST_F(viommu, busy_loop_off_asks_for_kicks)
 TEST_F(viommu, busy_loop_serves_unnotified_requests)
 {
 	struct vhost_vring_state t = { .index = 0, .num = 1000 };
-	uint32_t zero = 0, one = 1;
 	long long hits, before;
 	int i, skipped;
 	bool seen = false;
@@ -556,9 +583,7 @@ TEST_F(viommu, busy_loop_serves_unnotified_requests)
 	/* A vring call: refused while the device runs, as the others */
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
 	EXPECT_EQ(EBUSY, errno);
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	busy_loop_on(_metadata, self);
 	ASSERT_EQ(0, pin_apart());
 	ASSERT_EQ(OK, attach(self, 1, 2, 0));
 	for (i = 0; i < ATTEMPTS && !seen; i++) {
@@ -593,32 +618,22 @@ TEST_F(viommu, busy_loop_serves_unnotified_requests)
  */
 TEST_F(viommu, busy_loop_outlasts_a_kick)
 {
-	struct vhost_vring_state t = { .index = 0, .num = 1000 };
 	struct virtio_iommu_req_unmap u = {
 		.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
 		.virt_start = 0x10000, .virt_end = 0x10000 + PG - 1,
 	};
-	uint32_t zero = 0, one = 1;
 	int i, skipped, sum = 0;
-	uint64_t kick = 1;
-	double end;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "one CPU: the worker would poll where we run");
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	busy_loop_on(_metadata, self);
 	ASSERT_EQ(0, pin_apart());
 	ASSERT_EQ(OK, attach(self, 1, 2, 0));
 	for (i = 0; i < ATTEMPTS; i++) {
 		/* An answer, so the worker looks; a kick while it does */
 		ASSERT_LE(0, map_unmap_skipping_kicks(self, 1, GAP_US));
-		post(self, 0, &u, sizeof(u));
-		ASSERT_EQ(sizeof(kick),
-			  write(self->rq.kick, &kick, sizeof(kick)));
-		end = now_s() + 1;
-		while (!used_pending(&self->rq) && now_s() < end)
-			;
+		ASSERT_EQ(0, post_kick(self, 0, &u, sizeof(u)));
+		ASSERT_TRUE(wait_answer(self));
 		ASSERT_TRUE(used_is(self, 0, OK));
 		skipped = map_unmap_skipping_kicks(self, 16, GAP_US);
 		ASSERT_LE(0, skipped);
@@ -645,19 +660,15 @@ TEST_F(viommu, busy_loop_outlasts_a_kick)
  */
 TEST_F(viommu, busy_loop_calls_once_an_answer)
 {
-	struct vhost_vring_state t = { .index = 0, .num = 1000 };
 	struct virtio_iommu_req_unmap u = {
 		.head.type = VIRTIO_IOMMU_T_UNMAP, .domain = 1,
 		.virt_start = 0x10000, .virt_end = 0x10000 + PG - 1,
 	};
 	uint64_t kick = 1, calls;
-	uint32_t one = 1;
-	double end;
 
 	renegotiate(_metadata, self, 1ULL << VIRTIO_RING_F_EVENT_IDX,
 		    1ULL << VIRTIO_RING_F_EVENT_IDX);
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	busy_loop_on(_metadata, self);
 	ASSERT_EQ(OK, attach(self, 1, 2, 0));
 	usleep(SETTLE_US);		/* the attach's look over */
 	if (read(self->rq.call, &calls, sizeof(calls)) < 0)
@@ -670,11 +681,8 @@ TEST_F(viommu, busy_loop_calls_once_an_answer)
 	EXPECT_EQ(EAGAIN, errno);
 
 	/* One request: one call, the empty look after it included */
-	post(self, 0, &u, sizeof(u));
-	ASSERT_EQ(sizeof(kick), write(self->rq.kick, &kick, sizeof(kick)));
-	end = now_s() + 1;
-	while (!used_pending(&self->rq) && now_s() < end)
-		;
+	ASSERT_EQ(0, post_kick(self, 0, &u, sizeof(u)));
+	EXPECT_TRUE(wait_answer(self));
 	EXPECT_TRUE(used_is(self, 0, OK));
 	usleep(SETTLE_US);
 	ASSERT_EQ(sizeof(calls), read(self->rq.call, &calls, sizeof(calls)));
