@@ -189,7 +189,9 @@ def driver_counts(diags: list[str]) -> dict | None:
     delta = {k: got["after"][k] - got["before"][k] for k in got["after"]}
     return {"requests": sum(delta.get(k, 0) for k in REQUEST_TYPES),
             "kicks": delta.get("kicks", 0), "invalidates": delta.get("invalidate", 0),
-            "maps": delta.get("map", 0), "pairs": delta.get("dma_maps", 0)}
+            "maps": delta.get("map", 0), "pairs": delta.get("dma_maps", 0),
+            "notify_ns": delta.get("notify_ns", 0),
+            "answer_wait_ns": delta.get("answer_wait_ns", 0)}
 
 
 def per_1k(count: int, pairs: int) -> float:

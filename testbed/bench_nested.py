@@ -19,7 +19,8 @@ median of its boots, with every boot's value kept. Ratios (b)/(a),
 the rows' values (a rate above 1 is
 the first faster; a latency above 1 is it slower). Behind an IOMMU the
 row also has L2's driver's notifications per 1000 map+unmap pairs of
-dma_map_benchmark (its debugfs counters before and after).
+dma_map_benchmark (its debugfs counters before and after), and where a
+pair's time went: notifying, waiting for answers, and L2's own path.
 Everything runs under TCG inside TCG: the numbers compare paths on this
 bed, not what hardware would give.
 """
@@ -51,6 +52,17 @@ IOMMU = {"e": BUSY_LOOP, "f": BUSY_LOOP}
 METRICS = ("down_MBps", "up_MBps", "rr_per_s", "tcp_rr_per_s", "map_ns", "unmap_ns")
 # L2's driver's notifications per 1000 map+unmap pairs, behind an IOMMU
 KICKS = "kicks_per_1k_pairs"
+# Where a map+unmap pair's time goes, from the same counters: L2's driver's
+# notifications (a device that serves the queue in the notifying thread,
+# QEMU's, does its work there), its waits for answers (a device serving
+# from a thread of its own, vhost-iommu's worker), and the rest, L2's own
+# path, which no device takes away. CEILING is the pair's time over that
+# rest: what an instant device would give over this path, in rate.
+NOTIFY = "notify_ns_per_pair"
+WAIT = "answer_wait_ns_per_pair"
+GUEST = "guest_ns_per_pair"
+CEILING = "instant_device_x"
+DRIVER_KEYS = (KICKS, NOTIFY, WAIT, GUEST, CEILING)
 # (row, reference): the ratios written on the row
 RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"), ("e", "b"),
           ("e", "a"), ("f", "e"), ("f", "a"))
@@ -98,13 +110,25 @@ def net_row(diags: list[str]) -> dict:
             "tcp_rr_per_s": round(int(t["ops"]) / float(t["s"]), 1)}
 
 
+def driver_row(counts: dict, pair_ns: int) -> dict:
+    """DRIVER_KEYS of one boot from L2's driver's counters (@counts, a
+    difference over the benchmark) and its benchmark's map+unmap time."""
+    pairs = counts["pairs"]
+    notify = round(counts["notify_ns"] / pairs)
+    wait = round(counts["answer_wait_ns"] / pairs)
+    guest = pair_ns - notify - wait
+    return {KICKS: per_1k(counts["kicks"], pairs), NOTIFY: notify, WAIT: wait,
+            GUEST: guest, CEILING: round(pair_ns / guest, 2) if guest > 0 else None}
+
+
 def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
     """One row a path: each metric's median over its boots, the boots'
     values kept as <metric>_runs."""
     rows = []
     for key, runs in measured.items():
         row = {"iommu": key, "label": LABELS[key], "runs": len(runs)}
-        have = METRICS + ((KICKS,) if all(KICKS in r for r in runs) else ())
+        have = METRICS + tuple(k for k in DRIVER_KEYS
+                               if all(r.get(k) is not None for r in runs))
         for k in have:
             vals = [r[k] for r in runs]
             # latencies stay whole ns, rates two decimals
@@ -127,11 +151,14 @@ def add_ratios(rows: list[dict]) -> None:
 
 def table(rows: list[dict]) -> str:
     out = [f"{'L2 behind':22} {'down MB/s':>9} {'up MB/s':>8} {'req/s':>7} "
-           f"{'RTT/s':>7} {'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8}"]
+           f"{'RTT/s':>7} {'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8} "
+           f"{'notify':>7} {'wait':>7} {'L2 own':>7} {'instant':>7}"]
     for r in rows:
         out.append(f"{r['label']:22} {r['down_MBps']:>9} {r['up_MBps']:>8} "
                    f"{r['rr_per_s']:>7} {r['tcp_rr_per_s']:>7} {r['map_ns']:>8} "
-                   f"{r['unmap_ns']:>8} {r.get(KICKS, '-'):>8}")
+                   f"{r['unmap_ns']:>8} {r.get(KICKS, '-'):>8} "
+                   f"{r.get(NOTIFY, '-'):>7} {r.get(WAIT, '-'):>7} "
+                   f"{r.get(GUEST, '-'):>7} {r.get(CEILING, '-'):>7}")
     by = {r["iommu"]: r for r in rows}
     for key, ref in RATIOS:
         v = by.get(key, {}).get(f"vs_{ref}")
@@ -167,7 +194,7 @@ def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) 
                    "unmap_ns": lat["unmap"], "boot_s": round(result.seconds)}
             counts = driver_counts(dma.diagnostics())
             if counts and counts["pairs"]:
-                row[KICKS] = per_1k(counts["kicks"], counts["pairs"])
+                row.update(driver_row(counts, row["map_ns"] + row["unmap_ns"]))
             measured.setdefault(key, []).append(row)
     rows = median_rows(measured)
     if rows:

@@ -255,7 +255,12 @@ def test_bench_viommu_counts():
              "viommu-after: map 3", "viommu-after: unmap 2", "viommu-after: attach 1",
              "viommu-after: kicks 8", "viommu-after: domain 1 type=dma-strict maps=2"]
     assert bench.driver_counts(diags) == {"requests": 4, "kicks": 3, "invalidates": 0,
-                                          "maps": 2, "pairs": 0}
+                                          "maps": 2, "pairs": 0, "notify_ns": 0,
+                                          "answer_wait_ns": 0}
+    timed = diags + ["viommu-before: notify_ns 1000", "viommu-after: notify_ns 4000",
+                     "viommu-after: answer_wait_ns 700"]
+    assert (bench.driver_counts(timed)["notify_ns"],
+            bench.driver_counts(timed)["answer_wait_ns"]) == (3000, 700)
     assert bench.per_1k(3, 2) == 1500.0
     # Page-table mode: pairs are the driver's map_pages() calls, requests
     # its INVALIDATEs; a MAP request there is an error, not a row
@@ -785,6 +790,19 @@ def test_bench_vhost_guest_rows_and_ratios():
     bn.add_ratios(rows)
     assert c["vs_b"]["map_ns"] == 0.25 and c["vs_d"]["down_MBps"] == 0.5
     assert "vs_a" not in b and "(c)/(b)" in bn.table(rows)
+    # where a pair's time goes: notifying, waiting, and L2's own rest;
+    # an instant device would give the pair's time over that rest
+    counts = {"pairs": 1000, "kicks": 2000, "notify_ns": 300_000_000,
+              "answer_wait_ns": 20_000_000}
+    timed = bn.driver_row(counts, 400_000)
+    assert (timed["kicks_per_1k_pairs"], timed["notify_ns_per_pair"],
+            timed["answer_wait_ns_per_pair"], timed["guest_ns_per_pair"],
+            timed["instant_device_x"]) == (2000.0, 300_000, 20_000, 80_000, 5.0)
+    assert bn.driver_row(dict(counts, notify_ns=500_000_000), 400_000)[
+        "instant_device_x"] is None
+    rows = bn.median_rows({"a": [dict(run(4.0, 200), **timed)], "d": [run(8.0, 0)]})
+    assert rows[0]["guest_ns_per_pair"] == 80_000 and "guest_ns_per_pair" not in rows[1]
+    assert "80000" in bn.table(rows) and "5.0" in bn.table(rows)
     # the busy loop: (e) boots the vhost scenario with poll-us on its
     # device, against (b) and (a)
     assert "vhost=on" in bn.IOMMU["e"] and "poll-us=" in bn.IOMMU["e"]

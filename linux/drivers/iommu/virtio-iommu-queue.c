@@ -240,8 +240,10 @@ static void viommu_kick(struct viommu_dev *viommu, enum viommu_kick_why why)
 		spin_unlock(&viommu->rq_lock);
 		start = ktime_get_ns();
 		virtqueue_notify(vq);
-		cost = min_t(u64, ktime_get_ns() - start, VIOMMU_EXIT_MAX_NS);
+		cost = ktime_get_ns() - start;
 		spin_lock(&viommu->rq_lock);
+		viommu->stats.notify_ns += cost;
+		cost = min_t(u64, cost, VIOMMU_EXIT_MAX_NS);
 		if (viommu->exit_ns)
 			viommu->exit_ns += (s64)(cost - viommu->exit_ns) >>
 					   VIOMMU_EXIT_EWMA_SHIFT;
@@ -315,12 +317,15 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
 	ktime_t deadline;
+	u64 start;
 
 	viommu_kick(viommu, combine ? VIOMMU_KICK_SYNC_COMBINE :
 				      VIOMMU_KICK_SYNC);
 	viommu_reap(viommu);
 	if (cond(viommu, arg))
 		return 0;
+
+	start = ktime_get_ns();
 
 	if (may_sleep) {
 		viommu->stats.sleeps++;
@@ -357,6 +362,7 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 				break;
 		}
 	}
+	viommu->stats.answer_wait_ns += ktime_get_ns() - start;
 	if (cond(viommu, arg))
 		return 0;
 	if (virtqueue_is_broken(vq)) {

@@ -1275,6 +1275,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.combine_waits, st.combine_joins);
 	seq_printf(s, "combine_wait_ns %llu\nexit_ns %llu\n",
 		   st.combine_wait_ns, exit_ns);
+	seq_printf(s, "notify_ns %llu\nanswer_wait_ns %llu\n",
+		   st.notify_ns, st.answer_wait_ns);
 	seq_printf(s, "combine_wait_lt2us %llu\ncombine_wait_2to4us %llu\ncombine_wait_4to8us %llu\ncombine_wait_8to16us %llu\ncombine_wait_ge16us %llu\ncombine_overruns %llu\n",
 		   st.combine_wait_hist[0], st.combine_wait_hist[1],
 		   st.combine_wait_hist[2], st.combine_wait_hist[3],

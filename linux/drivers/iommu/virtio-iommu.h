@@ -46,6 +46,8 @@ struct viommu_stats {
 	/* those waits by length: <2, 2-4, 4-8, 8-16, >=16 us (2^11 ns units) */
 	u64	combine_wait_hist[VIOMMU_WAIT_BUCKETS];
 	u64	combine_overruns;	/* waits that ended late (vCPU preempted) */
+	u64	notify_ns;		/* time spent notifying the device */
+	u64	answer_wait_ns;		/* time syncers then waited for answers */
 	u64	sleeps;			/* waits on the request queue interrupt */
 	u64	polls;			/* bounded polls */
 	u64	timeouts;		/* waits that gave up */
