@@ -20,7 +20,8 @@ the rows' values (a rate above 1 is
 the first faster; a latency above 1 is it slower). Behind an IOMMU the
 row also has L2's driver's notifications per 1000 map+unmap pairs of
 dma_map_benchmark (its debugfs counters before and after), and where a
-pair's time went: notifying, waiting for answers, and L2's own path.
+pair's time went: notifying, waiting for answers, and L2's own path;
+behind vhost-iommu, the time its worker spent on each request.
 Everything runs under TCG inside TCG: the numbers compare paths on this
 bed, not what hardware would give.
 """
@@ -63,6 +64,12 @@ WAIT = "answer_wait_ns_per_pair"
 GUEST = "guest_ns_per_pair"
 CEILING = "instant_device_x"
 DRIVER_KEYS = (KICKS, NOTIFY, WAIT, GUEST, CEILING)
+# Behind vhost-iommu: the time its worker spent on a request, from taking
+# it off the ring to its used entry (the module's serve_ns over the
+# requests it served, the whole boot), the part of WAIT that is its work
+SERVE = "device_serve_ns_per_request"
+REQUESTS = ("unanswered", "attach", "detach", "map", "unmap", "probe",
+            "attach_table", "invalidate")
 # (row, reference): the ratios written on the row
 RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"), ("e", "b"),
           ("e", "a"), ("f", "e"), ("f", "a"))
@@ -121,13 +128,28 @@ def driver_row(counts: dict, pair_ns: int) -> dict:
             GUEST: guest, CEILING: round(pair_ns / guest, 2) if guest > 0 else None}
 
 
+def serve_ns(diags: list[str]) -> int | None:
+    """vhost-iommu's serve_ns over its requests, from the module totals the
+    L1 step prints (None without them or without a request)."""
+    totals = {}
+    for d in diags:
+        if d.startswith("vhost-iommu-totals: "):
+            key, _, val = d.split(" ", 1)[1].partition(" ")
+            if val.isdigit():
+                totals[key] = int(val)
+    served = sum(totals.get(k, 0) for k in REQUESTS)
+    if "serve_ns" not in totals or not served:
+        return None
+    return round(totals["serve_ns"] / served)
+
+
 def median_rows(measured: dict[str, list[dict]]) -> list[dict]:
     """One row a path: each metric's median over its boots, the boots'
     values kept as <metric>_runs."""
     rows = []
     for key, runs in measured.items():
         row = {"iommu": key, "label": LABELS[key], "runs": len(runs)}
-        have = METRICS + tuple(k for k in DRIVER_KEYS
+        have = METRICS + tuple(k for k in DRIVER_KEYS + (SERVE,)
                                if all(r.get(k) is not None for r in runs))
         for k in have:
             vals = [r[k] for r in runs]
@@ -152,13 +174,14 @@ def add_ratios(rows: list[dict]) -> None:
 def table(rows: list[dict]) -> str:
     out = [f"{'L2 behind':22} {'down MB/s':>9} {'up MB/s':>8} {'req/s':>7} "
            f"{'RTT/s':>7} {'map ns':>8} {'unmap ns':>8} {'kicks/1k':>8} "
-           f"{'notify':>7} {'wait':>7} {'L2 own':>7} {'instant':>7}"]
+           f"{'notify':>7} {'wait':>7} {'L2 own':>7} {'instant':>7} {'serve':>6}"]
     for r in rows:
         out.append(f"{r['label']:22} {r['down_MBps']:>9} {r['up_MBps']:>8} "
                    f"{r['rr_per_s']:>7} {r['tcp_rr_per_s']:>7} {r['map_ns']:>8} "
                    f"{r['unmap_ns']:>8} {r.get(KICKS, '-'):>8} "
                    f"{r.get(NOTIFY, '-'):>7} {r.get(WAIT, '-'):>7} "
-                   f"{r.get(GUEST, '-'):>7} {r.get(CEILING, '-'):>7}")
+                   f"{r.get(GUEST, '-'):>7} {r.get(CEILING, '-'):>7} "
+                   f"{r.get(SERVE, '-'):>6}")
     by = {r["iommu"]: r for r in rows}
     for key, ref in RATIOS:
         v = by.get(key, {}).get(f"vs_{ref}")
@@ -195,6 +218,10 @@ def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) 
             counts = driver_counts(dma.diagnostics())
             if counts and counts["pairs"]:
                 row.update(driver_row(counts, row["map_ns"] + row["unmap_ns"]))
+            l1 = result.l1.steps.get("nested-l2")
+            served = serve_ns(l1.diagnostics()) if l1 else None
+            if served is not None:
+                row[SERVE] = served
             measured.setdefault(key, []).append(row)
     rows = median_rows(measured)
     if rows:

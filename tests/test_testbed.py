@@ -803,6 +803,16 @@ def test_bench_vhost_guest_rows_and_ratios():
     rows = bn.median_rows({"a": [dict(run(4.0, 200), **timed)], "d": [run(8.0, 0)]})
     assert rows[0]["guest_ns_per_pair"] == 80_000 and "guest_ns_per_pair" not in rows[1]
     assert "80000" in bn.table(rows) and "5.0" in bn.table(rows)
+    # the kernel device's own time a request, from the module's totals
+    totals = ["vhost-iommu-totals: map 30", "vhost-iommu-totals: unmap 10",
+              "vhost-iommu-totals: misses 99", "vhost-iommu-totals: serve_ns 2000000",
+              "vhost-iommu-device: serve_ns 5"]
+    assert bn.serve_ns(totals) == 50_000
+    assert bn.serve_ns(totals[:2]) is None and bn.serve_ns(totals[2:]) is None
+    rows = bn.median_rows({"b": [dict(run(4.0, 200), device_serve_ns_per_request=50_000)],
+                           "d": [run(8.0, 0)]})
+    assert rows[0]["device_serve_ns_per_request"] == 50_000
+    assert "device_serve_ns_per_request" not in rows[1]
     # the busy loop: (e) boots the vhost scenario with poll-us on its
     # device, against (b) and (a)
     assert "vhost=on" in bn.IOMMU["e"] and "poll-us=" in bn.IOMMU["e"]

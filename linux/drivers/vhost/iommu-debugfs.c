@@ -52,6 +52,7 @@ static void vhost_iommu_show_stats(struct seq_file *s,
 	seq_printf(s, "busy_polls %lld\nbusy_poll_hits %lld\n",
 		   atomic64_read(&st->busy_polls),
 		   atomic64_read(&st->busy_poll_hits));
+	seq_printf(s, "serve_ns %lld\n", atomic64_read(&st->serve_ns));
 }
 
 static const char *vhost_iommu_ep_mode(struct vhost_iommu *v,

@@ -290,11 +290,13 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 	unsigned int out, in, n = 0;
 	bool answered = false;		/* used buffers not signalled yet */
 	enum vhost_iommu_look look;
+	u64 start;
 	int head;
 	u32 len;
 
 	vhost_disable_notify(&v->dev, vq);
 	for (;;) {
+		start = local_clock();
 		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
 					 &out, &in, NULL, NULL);
 		if (head == vq->num) {
@@ -338,6 +340,7 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 			if (vhost_add_used(vq, head, len))
 				break;
 			answered = true;
+			vhost_iommu_count(v, serve_ns, local_clock() - start);
 		}
 		/*
 		 * A kick's weight spent (vhost queues the work again) or a

@@ -107,6 +107,7 @@ struct vhost_iommu_stats {
 	atomic64_t translate_faults;	/* of which failed */
 	atomic64_t busy_polls;		/* empty request queue looked at */
 	atomic64_t busy_poll_hits;	/* of which found a request */
+	atomic64_t serve_ns;		/* time the requests took to serve */
 };
 
 extern struct vhost_iommu_stats vhost_iommu_totals;
