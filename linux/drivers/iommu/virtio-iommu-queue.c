@@ -341,7 +341,8 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		viommu_reap(viommu);
 	} else {
 		viommu->stats.polls++;
-		deadline = ktime_add_us(ktime_get(), VIOMMU_POLL_TIMEOUT_US);
+		deadline = ktime_add_us(ns_to_ktime(start),
+					VIOMMU_POLL_TIMEOUT_US);
 		/*
 		 * Between two looks, pause for a microsecond, or less if
 		 * another CPU reaps meanwhile (a notifier back from an exit
