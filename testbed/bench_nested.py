@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 from . import boot, kernel, nested, qemu_build
-from .bench import driver_counts, latencies, median_of, per_1k, write_rows
+from .bench import REQUEST_TYPES, driver_counts, latencies, median_of, per_1k, write_rows
 from .shell import StepError, step
 
 # (key, nested scenario, the group type the edu must sit in, more of L2's
@@ -68,8 +68,7 @@ DRIVER_KEYS = (KICKS, NOTIFY, WAIT, GUEST, CEILING)
 # it off the ring to its used entry (the module's serve_ns over the
 # requests it served, the whole boot), the part of WAIT that is its work
 SERVE = "device_serve_ns_per_request"
-REQUESTS = ("unanswered", "attach", "detach", "map", "unmap", "probe",
-            "attach_table", "invalidate")
+REQUESTS = ("unanswered",) + REQUEST_TYPES
 # (row, reference): the ratios written on the row
 RATIOS = (("b", "a"), ("b", "d"), ("c", "b"), ("c", "d"), ("e", "b"),
           ("e", "a"), ("f", "e"), ("f", "a"))
@@ -131,12 +130,8 @@ def driver_row(counts: dict, pair_ns: int) -> dict:
 def serve_ns(diags: list[str]) -> int | None:
     """vhost-iommu's serve_ns over its requests, from the module totals the
     L1 step prints (None without them or without a request)."""
-    totals = {}
-    for d in diags:
-        if d.startswith("vhost-iommu-totals: "):
-            key, _, val = d.split(" ", 1)[1].partition(" ")
-            if val.isdigit():
-                totals[key] = int(val)
+    totals = {k: int(v) for k, v in nested.kernel_device_lines(diags, nested.TOTALS_LINES)
+              if v.isdigit()}
     served = sum(totals.get(k, 0) for k in REQUESTS)
     if "serve_ns" not in totals or not served:
         return None

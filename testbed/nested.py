@@ -56,9 +56,9 @@ class L2Board:
 # x86_64's tsc=reliable: under TCG inside TCG, L2's timer interrupts come
 # late, so the clocksource watchdog finds the TSC 100 ms off jiffies over
 # half a second and moves L2 to the ACPI PM timer, whose every read is a
-# port access L1's QEMU emulates (tens of us here). Every ktime_get() of
-# the paths we measure (dma_map_benchmark's, the driver's) then weighs
-# more than the device. The TSC TCG gives L2 is the host's clock, steady.
+# port access L1's QEMU emulates. The TSC TCG gives L2 is the host's clock,
+# steady, and cheap to read. (Measured at stop 47: the port reads were not
+# what made L2's own DMA path dear; see BENCHMARKS.md.)
 L2_BOARDS = {
     "x86_64": L2Board("qemu-system-x86_64", "q35", "max", "ttyS0",
                       "tsc=reliable"),
@@ -323,6 +323,19 @@ def l2_env(template: str, sc_env: dict[str, str]) -> dict[str, str]:
     env = {"TB_STEPS": "", **tmpl.env, "TB_EXPECT_IOMMU": "1",
            "TB_FAULT_PATTERN": FAULT_PATTERNS[tmpl.fault], **sc_env}
     return env
+
+
+# The L1 step's lines of vhost-iommu's counters: the device's last look
+# while QEMU ran, and the module's totals since it loaded
+DEVICE_LINES = "vhost-iommu-device: "
+TOTALS_LINES = "vhost-iommu-totals: "
+
+
+def kernel_device_lines(diags: list[str], prefix: str) -> list[tuple[str, str]]:
+    """The (name, value) pairs of the L1 step's lines under @prefix
+    (DEVICE_LINES or TOTALS_LINES), in order."""
+    return [(k, v) for k, _, v in (d[len(prefix):].partition(" ")
+                                   for d in diags if d.startswith(prefix))]
 
 
 def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:

@@ -149,18 +149,18 @@ VHOST_SCENARIO = "x86_64-nested-vhost-iommu"
 def kernel_device(con) -> list[str]:
     """vhost-iommu's own counters and endpoints, from the L1 step's lines:
     the device's last look while QEMU ran, and the module's totals."""
+    from .nested import DEVICE_LINES, TOTALS_LINES, kernel_device_lines
+
     st = con.steps.get("nested-l2")
+    diags = st.diagnostics() if st else []
     dev: dict[str, str] = {}
-    totals: dict[str, str] = {}
     endpoints = []
-    for d in st.diagnostics() if st else []:
-        for prefix, into in (("vhost-iommu-device: ", dev), ("vhost-iommu-totals: ", totals)):
-            if d.startswith(prefix):
-                key, _, val = d[len(prefix):].partition(" ")
-                if key == "endpoint" and into is dev:
-                    endpoints.append(val)
-                else:
-                    into[key] = val
+    for key, val in kernel_device_lines(diags, DEVICE_LINES):
+        if key == "endpoint":
+            endpoints.append(val)
+        else:
+            dev[key] = val
+    totals = dict(kernel_device_lines(diags, TOTALS_LINES))
     if not totals:
         return ["kernel:    no counters from the kernel device"]
     g = totals.get
