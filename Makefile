@@ -8,7 +8,7 @@ PYTEST  := $(PY) -m pytest
 # Empty: the targets make check boots (testbed/kernel.py, DEFAULT_TARGETS)
 KERNELS ?=
 
-.PHONY: help deps tree patches refresh new-patch series kernel images scenarios \
+.PHONY: help deps tree rebase patches refresh new-patch series kernel images scenarios \
 	boot kunit lint check run run-vhost clean qemu bench-pt bench-viommu bench-drivers bench-vhost \
 	bench-mmio bench-throughput bench-ab bench-nested check-full check-bisect
 
@@ -19,6 +19,7 @@ help:
 	@echo "make check               the test command (CI): test bed, series, lint, kunit, boots"
 	@echo "make check-full          make check plus the arm64 16K, 64K and debug kernels' boots"
 	@echo "make tree                assemble build/tree: base + patches/series + linux/"
+	@echo "make rebase VERSION=v    move BASE to linux-source-6.12 v, re-apply the series, list what no longer applies"
 	@echo "make patches             write build/tree's commits back to patches/ and linux/"
 	@echo "make refresh P=N         fold build/tree's uncommitted edits into patch N"
 	@echo "make new-patch SUBJECT='x: y' [BODY='...'|BODY_FILE=f]   make them a new patch"
@@ -46,6 +47,9 @@ tree:
 
 patches:
 	$(TB) patches
+
+rebase:
+	$(TB) rebase "$(VERSION)"
 
 refresh:
 	$(TB) refresh $(P)

@@ -16,6 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("tree", help="assemble build/tree from the base and patches/")
     p.add_argument("--force", action="store_true")
     sub.add_parser("patches", help="export the tree's commits to patches/ and linux/")
+    p = sub.add_parser("rebase", help="move BASE to another linux-source version "
+                       "and report each patch that no longer applies")
+    p.add_argument("version")
     p = sub.add_parser("refresh", help="fold the tree's edits into one patch")
     p.add_argument("patch", help="series number or file name")
     p = sub.add_parser("new-patch", help="make the tree's edits a new patch")
@@ -128,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "tree":
             from . import tree
             tree.assemble(force=args.force)
+        elif args.cmd == "rebase":
+            from . import tree
+            tree.rebase(args.version)
         elif args.cmd == "patches":
             from . import tree
             tree.export()

@@ -108,22 +108,46 @@ def check_unexported() -> None:
                         "`make patches` first, or FORCE=1")
 
 
-def assemble(force: bool = False) -> None:
-    """Build build/tree from the base, patches/series and linux/."""
+def _tree_base_version() -> str:
+    """The base version build/tree was made from (its base commit says)."""
+    subject = git("log", "-1", "--format=%s", "base", check=False).strip()
+    return subject.rsplit(" ", 1)[-1]
+
+
+def assemble(force: bool = False, keep_going: bool = False) -> None:
+    """Build build/tree from the base, patches/series and linux/.
+
+    With @keep_going, a patch that does not apply is skipped and the next
+    ones tried: the error then names every patch that failed.
+    """
     if not (paths.TREE / ".git").exists():
         _create_base()
     elif assembled_is_current():
         print("tree: up to date", file=sys.stderr)
         return
-    elif not force:
-        check_unexported()
+    else:
+        if not force:
+            check_unexported()
+        if _tree_base_version() != base.pinned()["version"]:
+            _create_base()
+    failed: list[str] = []
     with step("apply patches/series"):
         git_run("checkout", "-q", "-f", "--detach", "base")
         git_run("clean", "-q", "-fdx")
         git_run("checkout", "-q", "-B", "main")
         claimed: set[str] = set()
         for pf in read_series(paths.PATCHES):
-            claimed |= _apply(pf)
+            try:
+                claimed |= _apply(pf)
+            except StepError as exc:
+                if not keep_going:
+                    raise
+                git_run("reset", "-q", "--hard")
+                failed.append(str(exc))
+        if failed:
+            raise StepError(f"{len(failed)} patches do not apply to "
+                            f"{base.pinned()['version']}:\n  " +
+                            "\n  ".join(failed))
         stray = overlay_files() - claimed
         if stray:
             raise StepError("files in linux/ that no patch names (add an "
@@ -132,6 +156,20 @@ def assemble(force: bool = False) -> None:
         (paths.TREE / ".git" / STAMP).write_text(_inputs_digest())
     print(git("log", "--oneline", "base~0..HEAD") or "tree: no patches yet",
           file=sys.stderr)
+
+
+def rebase(version: str) -> None:
+    """Move BASE to @version, then apply the series to it, reporting every
+    patch that no longer applies."""
+    pkg = base.pinned()["package"]
+    served = base.served_versions(pkg)
+    if version not in served:
+        raise StepError(f"{pkg} {version} is not served here; served: "
+                        f"{', '.join(served) or 'none'}")
+    if (paths.TREE / ".git").exists():
+        check_unexported()
+    base.set_pinned(version)
+    assemble(keep_going=True)
 
 
 def _apply(path: Path) -> set[str]:

@@ -1011,3 +1011,28 @@ def test_testbed_python_has_no_undefined_names():
     got = subprocess.run([sys.executable, "-m", "pyflakes", "testbed", "tests"], cwd=root,
                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert got.returncode == 0, got.stdout
+
+
+def test_base_fetch_refuses_a_version_not_served(tmp_path, monkeypatch):
+    """The base is the version BASE records, or a clear error naming those served."""
+    from testbed import base, paths
+    from testbed.shell import StepError
+
+    monkeypatch.setattr(paths, "BASE_DIR", tmp_path)
+    monkeypatch.setattr(base, "pinned", lambda: {"package": "linux-source-6.12",
+                                                 "version": "6.12.1-1"})
+    monkeypatch.setattr(base, "served_versions", lambda pkg: ["6.12.9-1", "6.12.8-1"])
+    monkeypatch.setattr(base, "run", lambda *a, **kw: pytest.fail("downloaded"))
+    with pytest.raises(StepError, match=r"6\.12\.1-1 \(BASE\) is not served.*6\.12\.9-1, "
+                                        r"6\.12\.8-1.*make rebase"):
+        base.fetch()
+
+
+def test_base_set_pinned_keeps_the_comments(tmp_path, monkeypatch):
+    from testbed import base, paths
+
+    (tmp_path / "BASE").write_text("# why\npackage=p\nversion=1\n")
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    base.set_pinned("2")
+    assert (tmp_path / "BASE").read_text() == "# why\npackage=p\nversion=2\n"
+    assert base.pinned() == {"package": "p", "version": "2"}
