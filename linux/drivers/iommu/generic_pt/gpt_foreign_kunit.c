@@ -301,6 +301,15 @@ static void gft_test_reserved(struct kunit *test)
 		/* AMD v1: bit 60 in a table entry; a 512G page */
 		{ { GPT_FMT_AMDV1, 12, 48, 52 }, 1 | (3ULL << 9) | BIT_ULL(60) },
 		{ { GPT_FMT_AMDV1, 12, 48, 52 }, 1 | BIT_ULL(61) },
+		/*
+		 * AMD v1: next level 7 with every address bit set (a page
+		 * of 2^53 bytes), and one of 2^48 (the whole input range of
+		 * four levels): sizes no entry of the top level can hold
+		 */
+		{ { GPT_FMT_AMDV1, 12, 48, 52 },
+		  1 | (7ULL << 9) | GENMASK_ULL(51, 12) | BIT_ULL(61) },
+		{ { GPT_FMT_AMDV1, 12, 48, 52 },
+		  1 | (7ULL << 9) | GENMASK_ULL(46, 12) | BIT_ULL(61) },
 		/* ARMv8: RES0 bit 48; a block at level 0 */
 		{ { GPT_FMT_ARMV8, 12, 48, 48 }, 3 | BIT_ULL(48) },
 		{ { GPT_FMT_ARMV8, 12, 48, 48 }, 1 },

@@ -184,6 +184,54 @@ TEST_F(viommu, posted_not_for_assigned_endpoints)
 }
 
 /*
+ * An endpoint without the property is not charged for it: one reserved
+ * region (20 bytes) and no POSTED_MAP fit a probe_size of 24, whether the
+ * endpoint comes before the config, after it, or before the features.
+ */
+TEST_F(viommu, posted_no_property_no_charge)
+{
+	uint8_t *props = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct vhost_iommu_endpoint ep = {
+		.id = 20, .flags = VHOST_IOMMU_EP_F_NO_POSTED_MAP,
+		.nr_resv = 1, .resv_ptr = (uintptr_t)&msi_region,
+	};
+	struct vhost_iommu_config c = self->cfg;
+	uint32_t zero = 0, one = 1;
+	uint64_t f;
+	int i;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	/* Endpoint 1's MSI region is charged for posted MAP: remove it */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &one));
+	for (i = 2; i <= NR_EPS; i++)
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &i));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	c.probe_size = 24;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	/* ADD_ENDPOINT with the config and the features set */
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
+	/* SET_CONFIG with it present */
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	/* SET_FEATURES with it present */
+	f &= ~(1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	f |= 1ULL << VIRTIO_IOMMU_F_POSTED_MAP;
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	/* Its PROBE: the region, then nothing */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(OK, probe_ep(self, 20).status);
+	EXPECT_EQ(VIRTIO_IOMMU_PROBE_T_RESV_MEM, props[0]);
+	EXPECT_EQ(0, props[20] | props[21]);
+	/* One that takes posted MAP still does not fit */
+	ep.id = 21;
+	ep.flags = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_ADD_ENDPOINT, &ep));
+	EXPECT_EQ(ENOSPC, errno);
+}
+
+/*
  * rst: before a translation fails, the device serves what the driver made
  * available, notified or not, and translates again.  Without the feature
  * this device waits for the notification, as virtio 1.3 lets it: that is
