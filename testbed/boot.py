@@ -136,6 +136,8 @@ def run_scenario(name: str | Scenario) -> Result:
     log.unlink(missing_ok=True)
 
     env = {"TB_STEPS": " ".join(sc.steps), **sc.env}
+    if sc.stalls:
+        env["TB_VIOMMU_STALL"] = "1"
     if machine.has_iommu:
         env["TB_EXPECT_IOMMU"] = "1"
     if sc.fault:
@@ -191,7 +193,19 @@ def run_scenario(name: str | Scenario) -> Result:
         result.host_checks.append(_platform_endpoint_check(result.trace_log, sc))
     if "mmio-msi" in sc.steps and sc.env.get("TB_MMIO_MSI") == "1":
         result.host_checks += mmio_msi_checks(result.trace_log)
+    if sc.stalls:
+        result.host_checks.append(stall_check(result.trace_log))
     return result
+
+
+def stall_check(trace: Path | None) -> Case:
+    """The device stopped its request queue once and served it again."""
+    text = trace.read_text(errors="replace") if trace else ""
+    stalls = len(re.findall(r"\bvirtio_iommu_stall\b", text))
+    ends = len(re.findall(r"\bvirtio_iommu_stall_end\b", text))
+    return Case("the request queue stopped once and was served again (QEMU trace)",
+                "pass" if stalls == 1 and ends == 1 else "fail",
+                f"{stalls} stalls, {ends} ends")
 
 
 def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:

@@ -58,9 +58,11 @@ MACHINES = {m.name: m for m in (
             "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci"),
     # qemu/patches: the virtio-mmio transports' DMA goes through the
     # virtio-iommu too, each transport an endpoint named in the device tree.
+    # It stops its request queue for 3 s before the 200th UNMAP
+    # (x-stall-request, QEMU patch 0053): MAP/UNMAP mode's late answer.
     Machine("virt-virtio-iommu-mmio", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-iommu=on", "max,pauth-impdef=on",
-            "ttyAMA0", "virtio-iommu-pci", patched=True),
+            "ttyAMA0", "virtio-iommu-pci,x-stall-request=200", patched=True),
     # qemu/patches: the virtio-mmio transports offer MSI, their messages
     # going to the GIC ITS (Documentation/iommu/virtio-mmio-msi.rst).
     Machine("virt-mmio-msi", "qemu-system-aarch64",
@@ -107,9 +109,12 @@ MACHINES = {m.name: m for m in (
             "virtio-iommu-pci,attach-table=on", patched=True),
     # The q35 device offering AMD v1 alone (attach-table-formats, bit 4), so
     # that the guest builds AMD v1 tables, walked by the AMD IOMMU model's walk.
+    # It stops its request queue for 3 s before the 200th UNMAP or
+    # INVALIDATE (x-stall-request, QEMU patch 0053): a late answer, which
+    # the guest must wait for (boot.stall_checks).
     Machine("q35-virtio-iommu-pt-amd", "qemu-system-x86_64", "q35", "max", "ttyS0",
-            "virtio-iommu-pci,attach-table=on,attach-table-formats=0x10",
-            patched=True),
+            "virtio-iommu-pci,attach-table=on,attach-table-formats=0x10,"
+            "x-stall-request=200", patched=True),
     # The same device saying it caches non-present entries (INVAL_MAP): the
     # guest must invalidate what it maps, or its device's accesses fault.
     # Its NIC's virtqueues are packed rings: virtio_ring's packed paths

@@ -62,6 +62,9 @@ VFIO_UNSAFE_IRQS = ("vfio_iommu_type1.allow_unsafe_interrupts=1 "
 VIRTIO_IOMMU_TRACE = ("virtio_iommu_attach", "virtio_iommu_detach",
                       "virtio_iommu_map", "virtio_iommu_unmap",
                       "virtio_iommu_report_fault")
+# Our QEMU's device stopping its request queue (x-stall-request), on the
+# machines that ask for it: the boot checks the stall happened and ended.
+STALL_TRACE = ("virtio_iommu_stall", "virtio_iommu_stall_end")
 
 
 # Two threads of dma_map_benchmark mapping and unmapping on a spare edu in a
@@ -104,7 +107,14 @@ class Scenario:
         """QEMU trace events the report and the host checks count."""
         if "virtio-iommu" not in self.machine or not self.device_trace:
             return self.extra_trace
-        return VIRTIO_IOMMU_TRACE + self.extra_trace
+        stall = STALL_TRACE if self.stalls else ()
+        return VIRTIO_IOMMU_TRACE + stall + self.extra_trace
+
+    @property
+    def stalls(self) -> bool:
+        """Does its virtio-iommu stop the request queue once (x-stall-request)?"""
+        from .qemu import MACHINES
+        return "x-stall-request=" in (MACHINES[self.machine].iommu_device or "")
 
     @property
     def arch(self) -> str:

@@ -126,7 +126,7 @@ def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
     assert "virtio-mmio-iommu=on" in cmd[cmd.index("-machine") + 1]
     assert "virtio-mmio.force-legacy=false" in cmd
     devs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-device"]
-    assert devs[0] == "virtio-iommu-pci"
+    assert devs[0] == "virtio-iommu-pci,x-stall-request=200"
     assert devs[1] == "virtio-blk-device,drive=disk0,serial=tb-disk0,iommu_platform=on"
     assert devs[2] == "virtio-net-device,netdev=net0,iommu_platform=on"
     assert devs[3] == "edu,dma-delay-ms=1"     # our build: 1 ms a DMA (0048)
@@ -1036,3 +1036,21 @@ def test_base_set_pinned_keeps_the_comments(tmp_path, monkeypatch):
     base.set_pinned("2")
     assert (tmp_path / "BASE").read_text() == "# why\npackage=p\nversion=2\n"
     assert base.pinned() == {"package": "p", "version": "2"}
+
+
+def test_stall_check_wants_one_stall_and_its_end(tmp_path):
+    from testbed.boot import stall_check
+    from testbed.scenarios import SCENARIOS
+
+    trace = tmp_path / "t"
+    trace.write_text("123@virtio_iommu_stall request queue stopped\n"
+                     "456@virtio_iommu_stall_end request queue served again\n")
+    assert stall_check(trace).status == "pass"
+    trace.write_text("123@virtio_iommu_stall request queue stopped\n")
+    assert stall_check(trace).status == "fail"
+    assert stall_check(None).status == "fail"
+    # The machines that stall trace the stall
+    stalling = [sc for sc in SCENARIOS.values() if sc.stalls]
+    assert {sc.name for sc in stalling} >= {"x86_64-virtio-iommu-pt-debug",
+                                            "arm64-virtio-iommu-mmio"}
+    assert all("virtio_iommu_stall" in sc.trace for sc in stalling)

@@ -79,6 +79,13 @@ for f in /sys/kernel/debug/virtio-iommu/*/stats; do
 	check "$dev: indirect descriptors refused (no allocation per request)" \
 		[ "$(echo "$features" | cut -c29)" = 0 ]
 	check "$dev: no wait timed out" [ "$(get timeouts)" -eq 0 ]
+	# The device stopped its request queue for seconds once
+	# (x-stall-request): a wait outlasted the driver's timeout and went
+	# on until the answer came
+	if [ "$TB_VIOMMU_STALL" = 1 ]; then
+		check "$dev: a wait outlasted the device's stall ($(get late_waits) late)" \
+			[ "$(get late_waits)" -ge 1 ]
+	fi
 	# Every request queued was notified: none is left waiting for a
 	# kick that never comes. A lazy domain's flush queue may still hold
 	# a batch for up to its timeout (10 ms): look again after it.
