@@ -800,6 +800,63 @@ TEST_F(viommu, config_bypass_while_running)
 	EXPECT_EQ(MAX_DOMAINS, c.max_domains);
 }
 
+#define MAX_MAPPINGS_PARAM "/sys/module/vhost_iommu/parameters/max_mappings"
+
+static unsigned long read_param(const char *path)
+{
+	unsigned long v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static int write_param(const char *path, unsigned long v)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%lu\n", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/*
+ * A running device takes its config again, as the VMM gave it (0: the
+ * module's default) or as it read it back, although root changed the
+ * module parameter a 0 stood for meanwhile: nothing would change.
+ */
+TEST_F(viommu, config_again_after_module_parameter_change)
+{
+	struct vhost_iommu_config c = self->cfg, got;
+	unsigned long was = read_param(MAX_MAPPINGS_PARAM);
+	uint32_t zero = 0, one = 1;
+
+	if (!was)
+		SKIP(return, "no " MAX_MAPPINGS_PARAM);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	c.max_mappings = 0;
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &got));
+	EXPECT_EQ(was, got.max_mappings);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	ASSERT_EQ(0, write_param(MAX_MAPPINGS_PARAM, was - 1));
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &got));
+	c.bypass = 1;
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &got));
+	EXPECT_EQ(1, got.bypass);
+	/* The limit in effect is the one the config was set with */
+	EXPECT_EQ(was, got.max_mappings);
+	EXPECT_EQ(0, write_param(MAX_MAPPINGS_PARAM, was));
+}
+
 TEST_F(viommu, stop_resets_device)
 {
 	struct vhost_iommu_config c = self->cfg;
