@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import random
 import re
 import subprocess
@@ -39,6 +40,7 @@ class Result:
     timed_out: bool
     host_checks: list[Case] = field(default_factory=list)
     trace_log: Path | None = None
+    cpu_seconds: float = 0.0        # QEMU's user and system time
 
     def problems(self) -> list[str]:
         """Reasons the boot as a whole failed, beyond any step's own results."""
@@ -61,7 +63,8 @@ class Result:
 
     def summary(self) -> str:
         lines = [f"{self.scenario.name}: {'PASS' if self.ok else 'FAIL'} "
-                 f"({self.seconds:.0f} s, log {self.log})"]
+                 f"({self.seconds:.0f} s, {self.cpu_seconds:.0f} s of CPU, "
+                 f"log {self.log})"]
         lines += step_lines(self.console, self.scenario.steps)
         for c in self.host_checks:
             lines.append(f"  host: {c.status:4} {c.name}")
@@ -177,6 +180,7 @@ def run_scenario(name: str | Scenario) -> Result:
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
 
     seconds, timed_out = run_qemu(cmd, work, sc.timeout_s)
+    cpu_seconds = last_cpu_seconds()
     if server:
         server.shutdown()
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -186,7 +190,8 @@ def run_scenario(name: str | Scenario) -> Result:
         log.write_text(text)
     console = parse_console(text)
     result = Result(sc, console, log, seconds, timed_out,
-                    trace_log=trace_log if trace_log.exists() else None)
+                    trace_log=trace_log if trace_log.exists() else None,
+                    cpu_seconds=cpu_seconds)
     if disk:
         result.host_checks.append(_disk_check(disk, console))
     if sc.transport == "mmio" and machine.has_iommu:
@@ -208,21 +213,36 @@ def stall_check(trace: Path | None) -> Case:
                 f"{stalls} stalls, {ends} ends")
 
 
+# The CPU time (user and system) of the last run_qemu() of each thread
+_cpu = threading.local()
+
+
 def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
     """Run QEMU, its output in @work/qemu.out, killed after @timeout_s:
-    the seconds it ran, and whether it was killed."""
+    the seconds it ran, and whether it was killed. last_cpu_seconds()
+    then gives the CPU time it used (its vCPU threads and its own)."""
     t0 = time.monotonic()
     timed_out = False
+    _cpu.seconds = 0.0
     with open(work / "qemu.out", "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            proc.kill()
-            proc.wait()
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if not timed_out and time.monotonic() - t0 > timeout_s:
+                timed_out = True
+                proc.kill()
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    _cpu.seconds = usage.ru_utime + usage.ru_stime
     return time.monotonic() - t0, timed_out
+
+
+def last_cpu_seconds() -> float:
+    """The CPU time of this thread's last run_qemu()."""
+    return getattr(_cpu, "seconds", 0.0)
 
 
 def kernel_append(sc: Scenario) -> str:

@@ -3,10 +3,9 @@
 runs behind a virtio-iommu served by /dev/vhost-iommu or by QEMU. One test
 per L1 and L2 step, one for the boot as a whole."""
 
-import functools
-
 import pytest
 
+from conftest import nested_booted
 from testbed import nested
 
 NESTED = nested.selected()
@@ -15,11 +14,8 @@ STEPS = [(n.name, level, step) for n in NESTED.values()
          for step in steps]
 
 
-@functools.lru_cache(maxsize=None)
 def booted(name: str) -> "nested.NestedResult":
-    result = nested.run(name)
-    print(result.summary())
-    return result
+    return nested_booted(name)
 
 
 @pytest.mark.parametrize("scenario,level,step", STEPS,
