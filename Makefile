@@ -89,7 +89,7 @@ bench-viommu: tree
 	$(TB) bench-viommu $(if $(THREADS),--threads $(THREADS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 	$(TB) bench-throughput --no-build $(if $(TPUT_SECONDS),--seconds $(TPUT_SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
-# The throughput rows alone (issue 18, section 5)
+# The throughput rows alone
 bench-throughput: tree
 	$(TB) bench-throughput $(if $(TPUT_SECONDS),--seconds $(TPUT_SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(filter 1,$(PROFILE)),--profile) $(if $(filter 1,$(TIMELINE)),--timeline) $(if $(TPUT_ROWS),--rows $(TPUT_ROWS))
 

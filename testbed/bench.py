@@ -734,7 +734,7 @@ def mmio_trap_share(wired: dict) -> float | None:
     """The share of the wired row @wired's round trip its virtio-mmio traps
     take that MSI removes: the InterruptStatus read and the InterruptACK
     write of each interrupt, at what a trapped register read cost in the
-    same boots. Issue 19's 1.8x over wired asks MSI to take 44 % off a round
+    same boots. The goal of 1.8x over wired asks MSI to take 44 % off a round
     trip, which the seed's traps did where each is an exit to the VMM."""
     if "trap_ns" not in wired or not wired.get("rr_per_s"):
         return None
@@ -788,7 +788,7 @@ def mmio(seconds: int = 10, build: bool = True, rounds: int = 3, arch: str = "al
     """virtio-net round trips and virtio-blk 4 KiB random reads on virtio-pci,
     virtio-mmio wired and virtio-mmio with MSI: one kernel, one machine per
     architecture (@arch: "arm64", "x86_64" or "all"), the rows booted in
-    turn @rounds times, medians (issue 19 item 5)."""
+    turn @rounds times, medians."""
     from .scenarios import MMIO_BENCH_SCENARIOS, MMIO_COUNT_SCENARIOS
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
     server.daemon_threads = True
@@ -845,7 +845,7 @@ KPROF_LINE = re.compile(r"(kprof \w+:.*)")
 # The disk in 64 KiB requests one at a time, in 1 MiB calls (bulk), the NIC
 TPUT_RATES = ("disk_write_mb_s", "disk_read_mb_s", "bulk_write_mb_s", "bulk_read_mb_s",
               "net_down_mb_s", "net_up_mb_s")
-# Issue 18's goal: strict page-table mode moves at least 90 % of what the
+# The goal: strict page-table mode moves at least 90 % of what the
 # same machine moves without an IOMMU.
 TPUT_GOAL = 0.9
 
@@ -1006,7 +1006,7 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
     """Disk and NIC rates behind our driver in page-table and MAP/UNMAP mode,
     strict and lazy, against QEMU's intel-iommu (strict) and no IOMMU: one
     kernel, one QEMU binary, the rows booted in turn @rounds times, each
-    round between two no-IOMMU boots, medians (issue 18, section 5). With
+    round between two no-IOMMU boots, medians. With
     @profile, the guest also samples its kernel during each timed pass
     (which costs the rates a little): every boot's profile goes to
     build/bench/throughput-profile.txt. With @turns, QEMU

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""`make bench-nested` (issue 20 section 5): VFIO nesting against today's
+"""`make bench-nested`: VFIO nesting against today's
 userspace VMM, per IOMMU model, in one boot of one kernel each.
 
 The benchmark is a test of the nesting selftest (vfio_nested.c, `bench`),

@@ -632,8 +632,8 @@ static void rq_unmap(struct rreq *r, uint32_t dom, uint64_t iova)
 }
 
 /*
- * vhost-iommu with several VMM threads and a bound vhost-net at once
- * (issue 17, item 15).  This thread is the guest's network driver:
+ * vhost-iommu with several VMM threads and a bound vhost-net at once.
+ * This thread is the guest's network driver:
  * vhost-net, bound to endpoint NET_EP of domain 7, transmits one frame
  * after the other, each from a page the guest maps just before at one of
  * four IOVAs and unmaps once it went out, so that every frame takes an
@@ -889,7 +889,7 @@ TEST_F_TIMEOUT(viommu, vhost_net_concurrent_vmm, 300)
 }
 
 /*
- * Closing either file while misses are in flight (issue 17, item 10c: the
+ * Closing either file while misses are in flight (the
  * IOMMU may unbind a device whose owner is closing it).  A thread kicks
  * vhost-net as fast as it can at IOVAs that miss: unmapped ones, answered
  * with faults, and now and then a mapped one, answered and sent.  Then,
