@@ -170,13 +170,15 @@ static int vhost_iommu_start(struct vhost_iommu *v)
 
 /*
  * Do an endpoint's properties fit probe_size: its reserved regions, and
- * the POSTED_MAP property and the table formats once their features are
- * negotiated?
+ * the table formats and, unless the endpoint opted out of it
+ * (@ep_flags), the POSTED_MAP property once their features are
+ * negotiated?  What PROBE writes (vhost_iommu_probe()), no more.
  */
-static int vhost_iommu_resv_fit(u32 nr_resv, const struct vhost_iommu_config *c,
-				u64 features)
+static int vhost_iommu_resv_fit(u32 nr_resv, u32 ep_flags,
+				const struct vhost_iommu_config *c, u64 features)
 {
-	u64 posted = features & BIT_ULL(VIRTIO_IOMMU_F_POSTED_MAP) ?
+	u64 posted = features & BIT_ULL(VIRTIO_IOMMU_F_POSTED_MAP) &&
+		     !(ep_flags & VHOST_IOMMU_EP_F_NO_POSTED_MAP) ?
 		     sizeof(struct virtio_iommu_probe_posted_map) : 0;
 
 	return (u64)nr_resv * sizeof(struct virtio_iommu_probe_resv_mem) +
@@ -199,10 +201,22 @@ static void vhost_iommu_settle_all(struct vhost_iommu *v)
 		vhost_iommu_settle(ep);
 }
 
+/* @c equals @now but for bypass, the field the guest writes */
+static bool vhost_iommu_same_config(const struct vhost_iommu_config *c,
+				    const struct vhost_iommu_config *now)
+{
+	struct vhost_iommu_config a = *c;
+
+	a.bypass = now->bypass;
+	return !memcmp(&a, now, sizeof(a));
+}
+
 static long vhost_iommu_set_config(struct vhost_iommu *v,
 				   struct vhost_iommu_config __user *argp)
 {
-	struct vhost_iommu_config c;
+	struct vhost_iommu_config c, given;
+	unsigned long cap_mappings, cap_pages;
+	unsigned int cap_domains;
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
 	long ret = 0;
@@ -219,42 +233,54 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 	    c.input_end < c.input_start || c.domain_end < c.domain_start ||
 	    c.probe_size % 4 || c.probe_size > SZ_64K)
 		return -EINVAL;
-	if (c.max_domains > max_domains || c.max_mappings > max_mappings ||
-	    c.max_table_pages > max_table_pages)
-		return -EINVAL;
-	if (!c.max_domains)
-		c.max_domains = max_domains;
-	if (!c.max_mappings)
-		c.max_mappings = max_mappings;
-	if (!c.max_table_pages)
-		c.max_table_pages = max_table_pages;
-	if (!c.table_formats)
-		c.table_formats = vhost_iommu_table_formats();
 
 	mutex_lock(&v->lock);
 	if (v->running) {
-		struct vhost_iommu_config now = v->cfg;
-
-		/* Only the guest-writable field may change now. */
-		now.bypass = c.bypass;
-		if (memcmp(&now, &c, sizeof(c))) {
+		/*
+		 * Only the guest-writable field may change now.  The config
+		 * may come as it was given or as GET_CONFIG read it back:
+		 * its zeros stood for the limits in effect since, whatever
+		 * the module parameters say now.
+		 */
+		if (!vhost_iommu_same_config(&c, &v->cfg_given) &&
+		    !vhost_iommu_same_config(&c, &v->cfg)) {
 			ret = -EBUSY;
 		} else if (v->cfg.bypass != c.bypass) {
 			v->cfg.bypass = c.bypass;
+			v->cfg_given.bypass = c.bypass;
 			/* Detached endpoints' translations change */
 			vhost_iommu_invalidate_all(v);
 			vhost_iommu_settle_all(v);
 		}
 		goto out;
 	}
+	given = c;
+	/* 0: the module's default, read once, in effect until the next set */
+	cap_domains = READ_ONCE(max_domains);
+	cap_mappings = READ_ONCE(max_mappings);
+	cap_pages = READ_ONCE(max_table_pages);
+	if (c.max_domains > cap_domains || c.max_mappings > cap_mappings ||
+	    c.max_table_pages > cap_pages) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!c.max_domains)
+		c.max_domains = cap_domains;
+	if (!c.max_mappings)
+		c.max_mappings = cap_mappings;
+	if (!c.max_table_pages)
+		c.max_table_pages = cap_pages;
+	if (!c.table_formats)
+		c.table_formats = vhost_iommu_table_formats();
 	xa_for_each(&v->endpoints, id, ep) {
-		if (!vhost_iommu_resv_fit(ep->nr_resv, &c,
+		if (!vhost_iommu_resv_fit(ep->nr_resv, ep->flags, &c,
 					  vhost_iommu_features(v))) {
 			ret = -ENOSPC;
 			goto out;
 		}
 	}
 	v->cfg = c;
+	v->cfg_given = given;
 	v->configured = true;
 	vhost_iommu_settle_all(v);
 out:
@@ -315,7 +341,8 @@ static long vhost_iommu_add_endpoint(struct vhost_iommu *v,
 
 	mutex_lock(&v->lock);
 	if (v->configured &&
-	    !vhost_iommu_resv_fit(e.nr_resv, &v->cfg, vhost_iommu_features(v)))
+	    !vhost_iommu_resv_fit(e.nr_resv, ep->flags, &v->cfg,
+				  vhost_iommu_features(v)))
 		ret = -ENOSPC;
 	else
 		ret = xa_insert(&v->endpoints, e.id, ep, GFP_KERNEL_ACCOUNT);
@@ -436,7 +463,8 @@ static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 	mutex_lock(&v->lock);
 	if (v->configured) {
 		xa_for_each(&v->endpoints, id, ep)
-			if (!vhost_iommu_resv_fit(ep->nr_resv, &v->cfg, features))
+			if (!vhost_iommu_resv_fit(ep->nr_resv, ep->flags,
+						  &v->cfg, features))
 				ret = -ENOSPC;
 	}
 	mutex_unlock(&v->lock);

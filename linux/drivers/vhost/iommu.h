@@ -134,7 +134,8 @@ struct vhost_iommu {
 	 * request queue's mutex.
 	 */
 	struct mutex lock;
-	struct vhost_iommu_config cfg;
+	struct vhost_iommu_config cfg;		/* limits resolved */
+	struct vhost_iommu_config cfg_given;	/* as SET_CONFIG gave it */
 	bool configured;
 	bool running;
 	struct xarray endpoints;		/* ID -> struct vhost_iommu_ep */
