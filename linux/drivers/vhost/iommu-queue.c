@@ -82,7 +82,6 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 	union vhost_iommu_req req = {};
 	struct iov_iter from, to;
 	size_t size, tail_off = 0;
-	bool unsupp = false;
 	u8 *props = NULL;
 	u8 status;
 	u32 used = 0;
@@ -113,16 +112,19 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		tail_off = v->cfg.probe_size;
 		break;
 	/*
-	 * Known types, answered UNSUPP when the feature was not negotiated
-	 * (rst: MUST), whatever their length
+	 * Without their feature, types the device does not know, as PROBE
+	 * without its own: the extension changes nothing for a driver that
+	 * did not negotiate it (virtio-iommu.rst, "Page-table sharing")
 	 */
 	case VIRTIO_IOMMU_T_ATTACH_TABLE:
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
+			return 0;
 		size = offsetof(struct virtio_iommu_req_attach_table, tail);
-		unsupp = !vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE);
 		break;
 	case VIRTIO_IOMMU_T_INVALIDATE:
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
+			return 0;
 		size = offsetof(struct virtio_iommu_req_invalidate, tail);
-		unsupp = !vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE);
 		break;
 	default:
 		return 0;	/* unknown type: leave the buffer unwritten */
@@ -138,8 +140,6 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 		 */
 		tail_off = in_len - sizeof(tail);
 		status = VIRTIO_IOMMU_S_INVAL;
-	} else if (unsupp) {
-		status = VIRTIO_IOMMU_S_UNSUPP;
 	} else if (out_len < size) {
 		status = VIRTIO_IOMMU_S_INVAL;
 	} else if (copy_from_iter((u8 *)&req + sizeof(req.head),
