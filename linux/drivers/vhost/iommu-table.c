@@ -303,6 +303,7 @@ static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 	struct vhost_iommu *v = arg;
 	const struct vhost_iotlb_map *map;
 	u64 last = gpa + sizeof(*pte) - 1;
+	u64 uaddr, val;
 
 	/* No mm (a miss worker whose VMM is exiting): nothing to read */
 	if (!v->dev.umem || !current->mm)
@@ -310,9 +311,14 @@ static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 	map = vhost_iotlb_itree_first(v->dev.umem, gpa, last);
 	if (!map || map->start > gpa || map->last < last)
 		return -EFAULT;
-	if (copy_from_user(pte, u64_to_user_ptr(map->addr + gpa - map->start),
-			   sizeof(*pte)))
+	/*
+	 * One 64-bit load: the guest rewrites an entry with one store, and a
+	 * copy may read it in pieces (rep movsb), half old and half new.
+	 */
+	uaddr = map->addr + gpa - map->start;
+	if (get_user(val, (u64 __user *)u64_to_user_ptr(uaddr)))
 		return -EFAULT;
+	*pte = (__force __le64)val;
 	return 0;
 }
 
@@ -355,5 +361,13 @@ int vhost_iommu_table_xlate(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 	}
 	t->gpa = page.pa + (t->iova - page.iova);
 	t->size = min(page.size - (t->iova - page.iova), max);
+	/*
+	 * A guest leaf may span a reserved region (a 2 MiB or 1 GiB page
+	 * over the MSI window): the answer stops where the region starts.
+	 */
+	for (i = 0; i < ep->nr_resv; i++)
+		if (ep->resv[i].start > t->iova &&
+		    ep->resv[i].start - t->iova < t->size)
+			t->size = ep->resv[i].start - t->iova;
 	return 0;
 }
