@@ -25,6 +25,8 @@
 #define AMDV1_IR		BIT_ULL(61)
 #define AMDV1_IW		BIT_ULL(62)
 #define AMDV1_MAX_LEVEL		5
+/* ptf_run_log2() of a size encoding no level holds: in no ptf_runs() */
+#define AMDV1_RUN_BAD		31U
 
 static inline unsigned int ptf_shift(const struct gpt_table *t,
 				     unsigned int lvl)
@@ -96,9 +98,16 @@ static inline unsigned int ptf_run_log2(const struct gpt_table *t, u64 pte,
 		return 0;
 	/* The first zero address bit is one below the size's log2 */
 	size_log2 = ffz(pte | GENMASK_ULL(11, 0)) + 1;
-	if (size_log2 <= ptf_shift(t, lvl))
-		return 0;
-	return min(size_log2 - ptf_shift(t, lvl), 8U);
+	/*
+	 * A page this level's entries cannot hold: no larger than the
+	 * level's own pages, or no smaller than the level above's (up to
+	 * 2^53 bytes, every address bit set).  The library never writes
+	 * one; a foreign walk finds no such run (ptf_runs()) and refuses it.
+	 */
+	if (size_log2 <= ptf_shift(t, lvl) ||
+	    size_log2 >= ptf_shift(t, lvl + 1))
+		return AMDV1_RUN_BAD;
+	return size_log2 - ptf_shift(t, lvl);
 }
 
 static inline phys_addr_t ptf_leaf_pa(const struct gpt_table *t, u64 pte,
