@@ -61,7 +61,8 @@ def driver_counters(con) -> list[str]:
                      f"requests per 1000 of them")
         lines.append(f"driver:    {dev}: {kicks} kicks, {per_kick:.2f} requests "
                      f"per kick, {c.get('polls', 0)} polls, "
-                     f"{c.get('sleeps', 0)} sleeps, {c.get('timeouts', 0)} timeouts")
+                     f"{c.get('sleeps', 0)} sleeps, {c.get('late_waits', 0)} waits "
+                     f"past their timeout, {c.get('gave_up', 0)} given up")
         lines.append(f"driver:    {dev}: {c.get('faults', 0)} faults, "
                      f"{c.get('faults_reported', 0)} reported to the IOMMU core")
     lines += [f"driver:    {d}" for d in domains]

@@ -17,6 +17,7 @@
 #include <linux/fault-inject.h>
 #include <linux/ktime.h>
 #include <linux/moduleparam.h>
+#include <linux/nmi.h>
 #include <linux/slab.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
@@ -26,10 +27,14 @@
 /* At most this many requests in flight: the slots are allocated up front. */
 #define VIOMMU_MAX_SLOTS		256
 
-/* How long a polling caller waits for the device before giving up. */
+/*
+ * A caller waits for its answer however long the device takes: until the
+ * device answered an unmap, it may still translate the old mapping, and
+ * what the caller frees next could be reached by DMA. After this long, a
+ * polling caller says so (and counts a late wait); a sleeping caller says
+ * so after VIOMMU_SLEEP_TIMEOUT, each time it passes.
+ */
 #define VIOMMU_POLL_TIMEOUT_US		(2 * USEC_PER_SEC)
-
-/* How long a sleeping caller waits. */
 #define VIOMMU_SLEEP_TIMEOUT		(10 * HZ)
 
 /*
@@ -303,19 +308,33 @@ static bool viommu_check(struct viommu_dev *viommu, viommu_cond_t cond,
 	return ret;
 }
 
+/* Say that the device is late, once a wait passed one of its timeouts */
+static void viommu_late(struct viommu_dev *viommu, u64 start)
+{
+	dev_warn_ratelimited(viommu->dev,
+			     "device has not answered for %llu ms, still waiting\n",
+			     div_u64(ktime_get_ns() - start, NSEC_PER_MSEC));
+}
+
 /*
  * viommu_wait() - wait for @cond, rq_lock held (and dropped while waiting)
  *
  * A caller that may sleep enables the request queue interrupt and sleeps;
  * any other caller polls, with the lock dropped (and its interrupts as they
- * were before it took the lock) between two looks, for a bounded time.
+ * were before it took the lock) between two looks. Either waits until
+ * @cond holds or the request queue is broken: a request the device has not
+ * answered is never taken as answered.
  * @combine lets the kick wait for other CPUs' requests (see viommu_kick()).
+ *
+ * Return: 0, or -EIO when the queue broke first (the device may still hold
+ * the requests: their buffers must not be reused).
  */
 static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		       bool may_sleep, bool combine, unsigned long *flags)
 	__must_hold(&viommu->rq_lock)
 {
 	struct virtqueue *vq = viommu->vqs[VIOMMU_REQUEST_VQ];
+	bool late = false;
 	ktime_t deadline;
 	u64 start;
 
@@ -332,9 +351,12 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		if (!viommu->sleepers++)
 			virtqueue_enable_cb(vq);
 		spin_unlock_irqrestore(&viommu->rq_lock, *flags);
-		wait_event_timeout(viommu->rq_wait,
-				   viommu_check(viommu, cond, arg),
-				   VIOMMU_SLEEP_TIMEOUT);
+		while (!wait_event_timeout(viommu->rq_wait,
+					   viommu_check(viommu, cond, arg),
+					   VIOMMU_SLEEP_TIMEOUT)) {
+			late = true;
+			viommu_late(viommu, start);
+		}
 		spin_lock_irqsave(&viommu->rq_lock, *flags);
 		if (!--viommu->sleepers)
 			virtqueue_disable_cb(vq);
@@ -355,24 +377,27 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 			spin_unlock_irqrestore(&viommu->rq_lock, *flags);
 			viommu_spin_until(&viommu->reaps, reaps,
 					  ktime_get_ns() + NSEC_PER_USEC);
+			if (late) {
+				/* A caller with interrupts off stays quiet */
+				touch_nmi_watchdog();
+			} else if (ktime_after(ktime_get(), deadline)) {
+				late = true;
+				viommu_late(viommu, start);
+			}
 			spin_lock_irqsave(&viommu->rq_lock, *flags);
 			viommu_kick(viommu, VIOMMU_KICK_AGAIN);
 			viommu_reap(viommu);
-			if (cond(viommu, arg) || virtqueue_is_broken(vq) ||
-			    ktime_after(ktime_get(), deadline))
+			if (cond(viommu, arg) || virtqueue_is_broken(vq))
 				break;
 		}
 	}
 	viommu->stats.answer_wait_ns += ktime_get_ns() - start;
+	viommu->stats.late_waits += late;
 	if (cond(viommu, arg))
 		return 0;
-	if (virtqueue_is_broken(vq)) {
-		dev_err_ratelimited(viommu->dev, "request queue is broken\n");
-		return -EIO;
-	}
-	viommu->stats.timeouts++;
-	dev_err_ratelimited(viommu->dev, "device did not answer in time\n");
-	return -ETIMEDOUT;
+	viommu->stats.gave_up++;
+	dev_err_ratelimited(viommu->dev, "request queue is broken\n");
+	return -EIO;
 }
 
 /* A free slot, rq_lock held (dropped while waiting for one). */
@@ -450,8 +475,9 @@ int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine)
  * @len: size of the request, tail included
  * @write_len: size of its device-writable part
  *
- * Return: 0, the request's errno, or -ETIMEDOUT. On -ETIMEDOUT the request
- * stays with the device; @buf must then not be reused.
+ * Return: 0, the request's errno, or -EIO when the queue broke before the
+ * answer: the request then stays with the device, and @buf must not be
+ * reused.
  */
 int viommu_send_sync(struct viommu_dev *viommu,
 		     const union viommu_req_buf *req, void *buf,

@@ -395,8 +395,11 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 	viommu_encode_probe(probe, epid, viommu->probe_size);
 	ret = viommu_send_sync(viommu, NULL, probe, len,
 			       viommu->probe_size + VIOMMU_TAIL_LEN);
-	if (ret == -ETIMEDOUT) {
-		/* The device may still write it: never reuse this buffer */
+	if (ret == -EIO) {
+		/*
+		 * The queue broke before the answer (or the device said
+		 * IOERR): it may still write the buffer, never reuse it
+		 */
 		viommu->probe_buf = NULL;
 	}
 	if (ret) {
@@ -1283,8 +1286,9 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   st.combine_wait_hist[4], st.combine_overruns);
 	seq_printf(s, "requests_per_kick_x100 %llu\n",
 		   st.kicks ? div64_u64(st.kicked_requests * 100, st.kicks) : 0);
-	seq_printf(s, "sleeps %llu\npolls %llu\ntimeouts %llu\nslot_waits %llu\n",
-		   st.sleeps, st.polls, st.timeouts, st.slot_waits);
+	seq_printf(s, "sleeps %llu\npolls %llu\nlate_waits %llu\ngave_up %llu\nslot_waits %llu\n",
+		   st.sleeps, st.polls, st.late_waits, st.gave_up,
+		   st.slot_waits);
 	seq_printf(s, "faults %llu\nfaults_reported %llu\nfaults_unknown_endpoint %llu\nbad_events %llu\n",
 		   ev.faults, ev.reported, ev.unknown_ep, ev.bad_events);
 
@@ -1619,6 +1623,7 @@ static int viommu_validate(struct virtio_device *vdev)
 	 */
 	if (map_unmap || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
 		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_ATTACH_TABLE);
+
 	/* Posted MAP is a PROBE property too */
 	if (!posted_map || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
 		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_POSTED_MAP);

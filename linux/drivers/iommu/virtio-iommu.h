@@ -50,7 +50,8 @@ struct viommu_stats {
 	u64	answer_wait_ns;		/* time syncers then waited for answers */
 	u64	sleeps;			/* waits on the request queue interrupt */
 	u64	polls;			/* bounded polls */
-	u64	timeouts;		/* waits that gave up */
+	u64	late_waits;		/* waits past their timeout, which went on */
+	u64	gave_up;		/* waits a broken request queue ended */
 	u64	slot_waits;		/* no free slot: waited for one */
 };
 
