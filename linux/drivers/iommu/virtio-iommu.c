@@ -1556,6 +1556,8 @@ static int viommu_probe(struct virtio_device *vdev)
 		 viommu->tables ? "page tables where endpoints walk them" :
 		 map_unmap && virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE) ?
 		 "MAP/UNMAP mode (virtio_iommu.map_unmap=1)" :
+		 !dev_is_dma_coherent(vdev->dev.parent) ?
+		 "MAP/UNMAP mode (the device's DMA is not coherent)" :
 		 "MAP/UNMAP mode");
 	return 0;
 
@@ -1623,7 +1625,13 @@ static int viommu_validate(struct virtio_device *vdev)
 	 */
 	if (map_unmap || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
 		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_ATTACH_TABLE);
-
+	/*
+	 * The tables are written with plain stores and no cache maintenance:
+	 * only a device whose DMA snoops the CPU caches reads what was
+	 * written. Another is served in MAP/UNMAP mode.
+	 */
+	if (!dev_is_dma_coherent(vdev->dev.parent))
+		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_ATTACH_TABLE);
 	/* Posted MAP is a PROBE property too */
 	if (!posted_map || !virtio_has_feature(vdev, VIRTIO_IOMMU_F_PROBE))
 		__virtio_clear_bit(vdev, VIRTIO_IOMMU_F_POSTED_MAP);
