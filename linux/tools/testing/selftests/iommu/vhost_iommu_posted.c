@@ -195,8 +195,12 @@ TEST_F(viommu, posted_no_property_no_charge)
 		.id = 20, .flags = VHOST_IOMMU_EP_F_NO_POSTED_MAP,
 		.nr_resv = 1, .resv_ptr = (uintptr_t)&msi_region,
 	};
+	struct virtio_iommu_req_probe r = {
+		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 20,
+	};
 	struct vhost_iommu_config c = self->cfg;
 	uint32_t zero = 0, one = 1;
+	struct answer a;
 	uint64_t f;
 	int i;
 
@@ -219,9 +223,11 @@ TEST_F(viommu, posted_no_property_no_charge)
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
 	f |= 1ULL << VIRTIO_IOMMU_F_POSTED_MAP;
 	EXPECT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
-	/* Its PROBE: the region, then nothing */
+	/* Its PROBE, 24 bytes of properties: the region, then nothing */
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
-	EXPECT_EQ(OK, probe_ep(self, 20).status);
+	a = do_req(self->mem, &self->rq, &r, sizeof(r), 24 + 4, 24);
+	EXPECT_EQ(24 + 4, a.len);
+	EXPECT_EQ(OK, a.status);
 	EXPECT_EQ(VIRTIO_IOMMU_PROBE_T_RESV_MEM, props[0]);
 	EXPECT_EQ(0, props[20] | props[21]);
 	/* One that takes posted MAP still does not fit */
