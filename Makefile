@@ -25,7 +25,7 @@ help:
 	@echo "make new-patch SUBJECT='x: y' [BODY='...'|BODY_FILE=f]   make them a new patch"
 	@echo "make series              git format-patch the work into out/series/"
 	@echo "make kernel [KERNELS=..] build kernels (default: all that make check boots)"
-	@echo "make qemu                build QEMU with qemu/patches (the scenarios that need it)"
+	@echo "make qemu [TB_FULL=1]    build QEMU with qemu/patches: qemu-system-x86_64 (and -aarch64 with TB_FULL=1)"
 	@echo "make scenarios           list boot scenarios; make boot S=<name> boots one"
 	@echo "make kunit [K=um]        run kunit suites (runs: um x86_64)"
 	@echo "make bench-pt [K=bench-um]  generic_pt vs the old page tables -> build/bench/pt.json"
@@ -106,7 +106,8 @@ bench-vhost: tree
 bench-nested: tree
 	$(TB) bench-nested $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
-# Boots our patched QEMU (make qemu) and the arm64 kernel.
+# Boots our patched QEMU (both emulators) and the arm64 kernel.
+bench-mmio: export TB_FULL = 1
 bench-mmio: tree qemu
 	$(TB) bench-mmio $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(ARCH),--arch $(ARCH))
 

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("scenario")
     sub.add_parser("qemu", help="build QEMU with qemu/patches")
     sub.add_parser("scenarios", help="list the boot scenarios")
+    sub.add_parser("costs", help="each boot's last CPU time beside its budget")
     p = sub.add_parser("kunit", help="run the kunit suites")
     p.add_argument("suites", nargs="*")
     sub.add_parser("lint", help="checkpatch, sparse and W=1 over the series")
@@ -170,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                 full = (" (bench-vhost only)" if n.bench_only else
                         " (check-full only)" if n.full_only else "")
                 print(f"{n.name:30} {'x86_64':14} nested: {n.doc}{full}")
+        elif args.cmd == "costs":
+            from . import budgets
+            print(budgets.table())
         elif args.cmd == "nested":
             from . import nested
             result = nested.run(args.scenario)

@@ -191,7 +191,7 @@ def run(rounds: int = 1, seconds: float = 10, rr: int = 20, build: bool = True) 
     """Boot the PATHS in turn, @rounds times; write vhost-guest.json."""
     if build:
         kernel.build_all(["x86_64"])
-        qemu_build.build()
+        qemu_build.build(["all"])
     measured: dict[str, list[dict]] = {}
     errors = []
     for i in range(rounds):

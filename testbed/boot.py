@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import json
 import os
 import random
 import re
@@ -131,7 +132,8 @@ def run_scenario(name: str | Scenario) -> Result:
         raise StepError(f"kernel {sc.kernel} is not built: make kernel-{sc.kernel}")
     machine = qemu.MACHINES[sc.machine]
     if machine.patched and not Path(qemu.executable(machine)).exists():
-        raise StepError(f"{sc.name} needs our patched QEMU: make qemu")
+        full = " TB_FULL=1" if machine.qemu.endswith("aarch64") else ""
+        raise StepError(f"{sc.name} needs our patched {machine.qemu}: make qemu{full}")
     work = paths.IMAGES / "scenarios" / sc.name
     work.mkdir(parents=True, exist_ok=True)
     log = paths.LOGS / f"{sc.name}.log"
@@ -181,6 +183,7 @@ def run_scenario(name: str | Scenario) -> Result:
 
     seconds, timed_out = run_qemu(cmd, work, sc.timeout_s)
     cpu_seconds = last_cpu_seconds()
+    record_cost(sc.name, seconds)
     if server:
         server.shutdown()
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -243,6 +246,15 @@ def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
 def last_cpu_seconds() -> float:
     """The CPU time of this thread's last run_qemu()."""
     return getattr(_cpu, "seconds", 0.0)
+
+
+def record_cost(name: str, seconds: float) -> None:
+    """Write build/logs/<name>.cost: the boot's wall and CPU seconds, which
+    testbed/budgets.py's table is made from (python3 -m testbed costs)."""
+    paths.LOGS.mkdir(parents=True, exist_ok=True)
+    (paths.LOGS / f"{name}.cost").write_text(
+        json.dumps({"seconds": round(seconds, 1),
+                    "cpu_seconds": round(last_cpu_seconds(), 1)}) + "\n")
 
 
 def kernel_append(sc: Scenario) -> str:

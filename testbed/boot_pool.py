@@ -8,9 +8,10 @@ once, in the order its tests ask for them: this pool starts them in that
 order, TB_BOOT_JOBS at a time (default: the CPUs, at most 2), and a test
 waits only for the boot it reads.
 
-A boot whose checks time something against a second vCPU, or whose work
-keeps both of a guest's vCPUs busy, takes every slot (solo): its timings
-and its rivals' then stay what they are on an idle host.
+A boot whose checks time the guest's vCPUs against each other takes every
+slot (solo): its timings then stay what they are on an idle host. The
+nested boots (about 1.2 CPUs each) and the debug kernel's (about one)
+share the machine like the others.
 """
 
 from __future__ import annotations

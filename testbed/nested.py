@@ -465,6 +465,7 @@ def run(name: str | Nested, tag: str = "") -> NestedResult:
     cmd = qemu.command(machine, guest)
     (work / "qemu-cmdline").write_text(" ".join(cmd) + "\n")
     seconds, timed_out = boot.run_qemu(cmd, work, n.timeout_s)
+    boot.record_cost(name, seconds)
     text = log.read_text(errors="replace") if log.exists() else ""
     l2_text, times = l2_console(text)
     (paths.LOGS / f"{name}.l2.log").write_text(l2_text)

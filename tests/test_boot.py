@@ -4,6 +4,7 @@
 import pytest
 
 from conftest import booted
+from testbed import budgets
 from testbed.scenarios import selected
 
 # `make check`: every scenario not marked full_only; `make check-full`
@@ -29,3 +30,14 @@ def test_boot_is_clean(scenario):
     """Booted, finished, in time, no kernel report, host-side checks pass."""
     result = booted(scenario)
     assert not result.problems(), "; ".join(result.problems())
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_boot_within_budget(scenario):
+    """The boot's CPU time is within SLACK times its budget (testbed/budgets.py)."""
+    want = budgets.budget(scenario)
+    assert want, f"{scenario} declares no budget in testbed/budgets.py"
+    result = booted(scenario)
+    assert result.cpu_seconds <= budgets.SLACK * want, (
+        f"{result.cpu_seconds:.0f} s of CPU, budget {want} s (x{budgets.SLACK}): "
+        "measure again and update testbed/budgets.py, or make the boot cheaper")

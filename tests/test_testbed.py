@@ -1059,3 +1059,16 @@ def test_stall_check_wants_one_stall_and_its_end(tmp_path):
                                             "x86_64-virtio-iommu-mmio",
                                             "arm64-virtio-iommu-mmio"}
     assert all("virtio_iommu_stall" in sc.trace for sc in stalling)
+
+
+def test_every_boot_has_a_budget_and_make_check_fits():
+    """Each scenario declares its CPU budget; make check's fit their total."""
+    from testbed import budgets
+    from testbed.scenarios import SCENARIOS, selected
+
+    assert set(budgets.BUDGET_CPU_S) == set(SCENARIOS), (
+        "testbed/budgets.py must list every scenario, no other")
+    quick = sum(budgets.BUDGET_CPU_S[name] for name in selected(full=False))
+    assert quick <= budgets.CHECK_BOOTS_CPU_S, (
+        f"make check's boots need {quick} s of CPU, "
+        f"CHECK_BOOTS_CPU_S allows {budgets.CHECK_BOOTS_CPU_S}")
