@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import http.server
 import json
@@ -218,6 +219,15 @@ def stall_check(trace: Path | None) -> Case:
 
 # The CPU time (user and system) of the last run_qemu() of each thread
 _cpu = threading.local()
+# QEMUs running now: killed if the test bed exits first (a boot pool's
+# threads are daemons, and nothing else would stop their guests)
+_running: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _kill_running() -> None:
+    for proc in list(_running):
+        proc.kill()
 
 
 def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
@@ -230,14 +240,22 @@ def run_qemu(cmd: list[str], work: Path, timeout_s: int) -> tuple[float, bool]:
     with open(work / "qemu.out", "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if not timed_out and time.monotonic() - t0 > timeout_s:
-                timed_out = True
-                proc.kill()
-            time.sleep(0.05)
+        _running.add(proc)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if not timed_out and time.monotonic() - t0 > timeout_s:
+                    timed_out = True
+                    proc.kill()
+                time.sleep(0.05)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            _running.discard(proc)
         proc.returncode = os.waitstatus_to_exitcode(status)
     _cpu.seconds = usage.ru_utime + usage.ru_stime
     return time.monotonic() - t0, timed_out
