@@ -326,8 +326,8 @@ static void viommu_late(struct viommu_dev *viommu, u64 start)
  * answered is never taken as answered.
  * @combine lets the kick wait for other CPUs' requests (see viommu_kick()).
  *
- * Return: 0, or -EIO when the queue broke first (the device may still hold
- * the requests: their buffers must not be reused).
+ * Return: 0, or -ESHUTDOWN when the queue broke first (the device may still
+ * hold the requests: their buffers must not be reused).
  */
 static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		       bool may_sleep, bool combine, unsigned long *flags)
@@ -378,7 +378,10 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 			viommu_spin_until(&viommu->reaps, reaps,
 					  ktime_get_ns() + NSEC_PER_USEC);
 			if (late) {
-				/* A caller with interrupts off stays quiet */
+				/*
+				 * A caller with interrupts off: no lockup
+				 * report for a device that is only slow
+				 */
 				touch_nmi_watchdog();
 			} else if (ktime_after(ktime_get(), deadline)) {
 				late = true;
@@ -397,7 +400,7 @@ static int viommu_wait(struct viommu_dev *viommu, viommu_cond_t cond, u64 arg,
 		return 0;
 	viommu->stats.gave_up++;
 	dev_err_ratelimited(viommu->dev, "request queue is broken\n");
-	return -EIO;
+	return -ESHUTDOWN;
 }
 
 /* A free slot, rq_lock held (dropped while waiting for one). */
@@ -475,9 +478,9 @@ int viommu_sync(struct viommu_dev *viommu, bool may_sleep, bool combine)
  * @len: size of the request, tail included
  * @write_len: size of its device-writable part
  *
- * Return: 0, the request's errno, or -EIO when the queue broke before the
- * answer: the request then stays with the device, and @buf must not be
- * reused.
+ * Return: 0, the request's errno, or -ESHUTDOWN when the queue broke
+ * before the answer: the request then stays with the device, and @buf must
+ * not be reused.
  */
 int viommu_send_sync(struct viommu_dev *viommu,
 		     const union viommu_req_buf *req, void *buf,

@@ -395,11 +395,8 @@ static int viommu_probe_endpoint(struct viommu_dev *viommu,
 	viommu_encode_probe(probe, epid, viommu->probe_size);
 	ret = viommu_send_sync(viommu, NULL, probe, len,
 			       viommu->probe_size + VIOMMU_TAIL_LEN);
-	if (ret == -EIO) {
-		/*
-		 * The queue broke before the answer (or the device said
-		 * IOERR): it may still write the buffer, never reuse it
-		 */
+	if (ret == -ESHUTDOWN) {
+		/* The queue broke before the answer: never reuse the buffer */
 		viommu->probe_buf = NULL;
 	}
 	if (ret) {
@@ -1602,6 +1599,13 @@ static void viommu_remove(struct virtio_device *vdev)
 	iommu_device_unregister(&viommu->iommu);
 	iommu_device_sysfs_remove(&viommu->iommu);
 	debugfs_remove_recursive(viommu->debugfs);
+	/*
+	 * No answer comes after the reset, and a wait ends only with its
+	 * answer or a broken queue (viommu_wait()): break the queues, and
+	 * wake sleepers to see it, before they go.
+	 */
+	virtio_break_device(vdev);
+	wake_up_all(&viommu->rq_wait);
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
 	viommu_orphan_domains(viommu);
