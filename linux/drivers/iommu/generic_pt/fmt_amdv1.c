@@ -25,7 +25,11 @@
 #define AMDV1_IR		BIT_ULL(61)
 #define AMDV1_IW		BIT_ULL(62)
 #define AMDV1_MAX_LEVEL		5
-/* ptf_run_log2() of a size encoding no level holds: in no ptf_runs() */
+/*
+ * ptf_run_log2() of a size encoding no level holds: in no ptf_runs(), so
+ * the foreign walk refuses it before any shift by it; the library's own
+ * tables never hold such an entry
+ */
 #define AMDV1_RUN_BAD		31U
 
 static inline unsigned int ptf_shift(const struct gpt_table *t,

@@ -310,6 +310,11 @@ static void gft_test_reserved(struct kunit *test)
 		  1 | (7ULL << 9) | GENMASK_ULL(51, 12) | BIT_ULL(61) },
 		{ { GPT_FMT_AMDV1, 12, 48, 52 },
 		  1 | (7ULL << 9) | GENMASK_ULL(46, 12) | BIT_ULL(61) },
+		/*
+		 * ... and at the top of two levels (2 MiB pages), next level
+		 * 7 encoding 8 KiB: no larger than the level's own page
+		 */
+		{ { GPT_FMT_AMDV1, 12, 30, 52 }, 1 | (7ULL << 9) | BIT_ULL(61) },
 		/* ARMv8: RES0 bit 48; a block at level 0 */
 		{ { GPT_FMT_ARMV8, 12, 48, 48 }, 3 | BIT_ULL(48) },
 		{ { GPT_FMT_ARMV8, 12, 48, 48 }, 1 },
