@@ -215,7 +215,7 @@ MMIO_MSI_X86 = dataclasses.replace(
     summary="x86_64 microvm, disk and NIC on virtio-mmio with MSI to the local "
             "APICs (patched QEMU), on the KASAN/lockdep/UBSAN/kmemleak kernel",
     machine="microvm-mmio-msi", kernel="x86_64-debug",
-    steps=("kmemleak-clear", *MMIO_MSI.steps, "kmemleak"), timeout_s=300)
+    steps=("kmemleak-clear", *MMIO_MSI.steps, "kmemleak"), timeout_s=450)
 
 
 # The MSI scenario on the arm64 KASAN/lockdep/UBSAN/kmemleak kernel: the
@@ -319,7 +319,8 @@ PT = (
         ("kmemleak-clear", *PT_STEPS, "viommu-remove", "kmemleak"),
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS + " iommu.strict=1", extra_trace=PT_TRACE,
-        timeout_s=600,
+        # 364 s beside another boot on 2026-12-07: room for a slower host
+        timeout_s=900,
         env={**PT_X86_ENV, "TB_VIOMMU_FORMAT": "AMD_V1",
              "TB_VIOMMU_DOMAIN": "dma-strict",
              "TB_EDU_FAIL_QUEUE": "/sys/kernel/debug/virtio-iommu/fail_queue"}),
@@ -500,7 +501,8 @@ def _stress(arch: str, iommu: str, machine: str, kernel: str,
                f"{iommu} under stress on the debug kernel: VFIO edu map/DMA/unmap "
                f"with 2 MiB pages, direct disk I/O of mixed sizes{more_summary}",
                machine, kernel, STRESS_STEPS + more, devices=("blk", "edu"), fault=iommu,
-               append=VFIO_UNSAFE_IRQS, timeout_s=900,
+               # x86_64's took 494 s beside another boot on 2026-12-07
+               append=VFIO_UNSAFE_IRQS, timeout_s=1200,
                env={**STRESS_ENV, **(counts or {}), **on_generic_pt(iommu),
                     "TB_IOMMU_GRANULE": "0x1000",
                     **(NEST_FAULT_RECORDS if "vfio-nested" in more else {}),
