@@ -178,7 +178,8 @@ static u8 vhost_iommu_check_table(struct vhost_iommu *v,
 /**
  * vhost_iommu_attach_table() - serve ATTACH_TABLE
  * @v: the device, its lock held
- * @req: the request
+ * @req: the request; the feature was negotiated (vhost_iommu_handle_one()
+ *       takes the type for an unknown one otherwise)
  *
  * Return: the status, in the order the rst lists the rules.
  */
@@ -192,8 +193,6 @@ u8 vhost_iommu_attach_table(struct vhost_iommu *v,
 	u8 status;
 
 	lockdep_assert_held(&v->lock);
-	if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-		return VIRTIO_IOMMU_S_UNSUPP;
 	if (!vhost_iommu_zero(req->reserved0, sizeof(req->reserved0)) ||
 	    !vhost_iommu_zero(req->reserved1, sizeof(req->reserved1)) ||
 	    !vhost_iommu_zero(req->reserved2, sizeof(req->reserved2)))
@@ -250,7 +249,7 @@ out:
 /**
  * vhost_iommu_invalidate() - serve INVALIDATE
  * @v: the device, its lock held
- * @req: the request
+ * @req: the request; the feature was negotiated, as for ATTACH_TABLE
  *
  * The device caches nothing from the table but the IOTLBs of the bound
  * devices: dropping their entries in the range is all there is to do, for
@@ -266,8 +265,6 @@ u8 vhost_iommu_invalidate(struct vhost_iommu *v,
 	struct vhost_iommu_domain *dom;
 
 	lockdep_assert_held(&v->lock);
-	if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-		return VIRTIO_IOMMU_S_UNSUPP;
 	dom = xa_load(&v->domains, le32_to_cpu(req->domain));
 	if (!dom)
 		return VIRTIO_IOMMU_S_NOENT;
