@@ -14,7 +14,7 @@ KERNELS ?=
 
 help:
 	@echo "make deps                install the Debian packages and Python modules (root)"
-	@echo "make run                 build what is missing, boot a guest behind virtio-iommu, report"
+	@echo "make run                 build what is missing, boot one guest in MAP/UNMAP and page-table mode side by side, report"
 	@echo "make run-vhost           the same with vhost-iommu serving it: a nested guest, and who served what"
 	@echo "make check               the test command (CI): test bed, series, lint, kunit, boots"
 	@echo "make check-full          make check plus the arm64 16K, 64K and debug kernels' boots"

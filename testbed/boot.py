@@ -20,7 +20,7 @@ from pathlib import Path
 from . import initramfs, paths, qemu
 from .kernel import TARGETS
 from .ktap import Case, Console, parse_console
-from .scenarios import BENCH_SCENARIOS, FAULT_PATTERNS, SCENARIOS, Scenario
+from .scenarios import BENCH_SCENARIOS, FAULT_PATTERNS, RUN_SCENARIOS, SCENARIOS, Scenario
 from .shell import StepError
 
 DISK_READ_MB = 8
@@ -120,8 +120,9 @@ def _pattern(seed: int, mb: int) -> bytes:
 
 
 def run_scenario(name: str | Scenario) -> Result:
-    """Boot a scenario, by name (SCENARIOS, BENCH_SCENARIOS) or as given."""
-    known = {**BENCH_SCENARIOS, **SCENARIOS}
+    """Boot a scenario, by name (SCENARIOS, BENCH_SCENARIOS, RUN_SCENARIOS)
+    or as given."""
+    known = {**BENCH_SCENARIOS, **RUN_SCENARIOS, **SCENARIOS}
     if isinstance(name, Scenario):
         sc = name
     elif name in known:

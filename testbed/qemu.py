@@ -39,6 +39,10 @@ MACHINES = {m.name: m for m in (
     Machine("q35-patched", "qemu-system-x86_64", "q35", "max", "ttyS0", patched=True),
     Machine("q35-virtio-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci"),
+    # The same device on our patched build, in MAP/UNMAP mode: make run's
+    # reference row, on the QEMU binary of its page-table row
+    Machine("q35-virtio-iommu-patched", "qemu-system-x86_64", "q35", "max", "ttyS0",
+            "virtio-iommu-pci", patched=True),
     # Caching mode: the guest driver must flush on map, as for any software
     # IOMMU, and it counts its walks as coherent (QEMU's model advertises
     # no coherency bit), which generic_pt tables need.

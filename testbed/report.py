@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
-"""make run: build what is missing, boot the virtio-iommu guest, and report.
-
-The report says which IOMMU the guest found, its domains and endpoints, what
-DMA work went through it, which mode the virtio-iommu ran in (MAP/UNMAP or
-page-table sharing, and each domain's), how many requests the device served
-(from QEMU's trace of virtio-iommu: INVALIDATEs too), the faults, and how
-long each part took. TB_RUN_SCENARIO boots another scenario than the
-default (x86_64-virtio-iommu-pt for page-table sharing, which needs our
-patched QEMU: make qemu).
+"""make run: build what is missing, then boot one guest workload twice,
+side by side, behind our QEMU's virtio-iommu: in MAP/UNMAP mode (a request
+for each mapping and each unmapping, what 6.12's driver and QEMU's device
+do) and sharing the guest's page tables with the device (no MAP at all;
+INVALIDATE after unmaps). The report puts the two columns beside each
+other: the requests the device served (QEMU's trace), the driver's own
+counters per 1,000 IOMMU maps, the data each workload checked, the faults.
 
 make run-vhost does the same for vhost-iommu: it boots the nested bed's
 x86_64-nested-vhost-iommu (an L1 guest running our kernel and QEMU, an L2
@@ -18,14 +16,35 @@ their modes, and L2's driver's counters.
 
 from __future__ import annotations
 
-import os
 import re
+import threading
 import time
 
-from . import boot, initramfs, kernel, qemu, qemu_build, tree
+from . import boot, initramfs, kernel, qemu_build, tree
 from .shell import step
 
-SCENARIO = os.environ.get("TB_RUN_SCENARIO") or "x86_64-virtio-iommu"
+RUN = ("x86_64-run-map-unmap", "x86_64-run-page-table")
+# What each of make run's steps checks, as its report line says it
+STEP_WHAT = {
+    "iommu-info": "IOMMU found, every device in a group",
+    "blk": "disk read and written, checksums compared",
+    "net": "NIC download and upload, checksums compared",
+    "vfio-edu": "VFIO edu DMA compared, unmapped DMA faults",
+    "viommu-stats": "driver: no request failed or left unkicked",
+}
+
+
+def driver_stats(con) -> dict[str, dict[str, int]]:
+    """The guest driver's numeric counters per device (viommu-stats)."""
+    st = con.steps.get("viommu-stats")
+    stats: dict[str, dict[str, int]] = {}
+    for d in st.diagnostics() if st else []:
+        if d.startswith("viommu: "):
+            dev, _, rest = d[len("viommu: "):].partition(" ")
+            key, _, val = rest.partition(" ")
+            if val.isdigit():
+                stats.setdefault(dev, {})[key] = int(val)
+    return stats
 
 
 def driver_counters(con) -> list[str]:
@@ -86,37 +105,85 @@ def mode_of(device_mode: str, domains: list[str], dev: str) -> str:
     return f"{said}; DMA/VFIO domains: {doms or 'none left'}"
 
 
-def render(result: boot.Result, build_s: float) -> str:
+def _per_1000(n: int, maps: int) -> str:
+    return f"{n * 1000 / maps:.0f}" if maps else "-"
+
+
+def _checks(st) -> str:
+    """A step's verdict and what it counted: checks passed of those run."""
+    if not st:
+        return "did not run"
+    npass = sum(c.status == "pass" for c in st.cases)
+    nskip = sum(c.status == "skip" for c in st.cases)
+    said = f"{'ok' if st.ok else 'FAILED'}, {npass}/{len(st.cases) - nskip} checks"
+    return said + (f" ({nskip} skipped)" if nskip else "")
+
+
+def column(result: boot.Result) -> dict[str, str]:
+    """One mode's column of make run's table."""
     con = result.console
-    info = con.steps.get("iommu-info")
-    diags = info.diagnostics() if info else []
-    events, domains, _ = boot.trace_counts(result.trace_log)
-    lines = [f"== {result.scenario.summary}"]
-    lines += [f"IOMMU:     {d.split(': ', 1)[1]}" for d in diags if d.startswith("iommu:")]
-    lines += [f"group:     {d.split(': ', 1)[1]}" for d in diags if d.startswith("group:")]
-    for dom in sorted(domains):
-        eps = ", ".join(str(e) for e in sorted(domains[dom]))
-        lines.append(f"domain {dom}:  endpoints {eps}")
-    lines.append(f"requests:  {events['attach']} ATTACH, {events['detach']} DETACH, "
-                 f"{events['map']} MAP, {events['unmap']} UNMAP, "
-                 f"{events['attach_table']} ATTACH_TABLE, "
-                 f"{events['invalidate']} INVALIDATE (QEMU trace)")
-    lines.append(f"faults:    {events['report_fault']} reported by the device")
-    lines += driver_counters(con)
+    events, _, _ = boot.trace_counts(result.trace_log)
+    stats = driver_stats(con)
+    c = next(iter(stats.values()), {})
+    maps = c.get("dma_maps", 0)
+    col = {
+        "mode": next((d.split(" mode ", 1)[1] for d in
+                      (con.steps["viommu-stats"].diagnostics()
+                       if "viommu-stats" in con.steps else [])
+                      if d.startswith("viommu: ") and " mode " in d), "?"),
+        "maps": f"{maps}",
+        "map": f"{events['map']}", "unmap": f"{events['unmap']}",
+        "attach_table": f"{events['attach_table']}",
+        "invalidate": f"{events['invalidate']}",
+        "attach": f"{events['attach']}",
+        "req_1000": _per_1000(c.get("map", 0) + c.get("unmap", 0) +
+                              c.get("invalidate", 0), maps),
+        "kicks_1000": _per_1000(c.get("kicks", 0), maps),
+        "faults": f"{events['report_fault']}",
+        "disk": next((c.status for c in result.host_checks
+                      if c.name.startswith("disk")), "-"),
+        "time": f"{result.seconds:.0f} s",
+        "verdict": "PASS" if result.ok else "FAIL",
+    }
     for name in result.scenario.steps:
-        st = con.steps.get(name)
-        if not st:
-            lines.append(f"{name + ':':10} did not run")
-            continue
-        npass = sum(c.status == "pass" for c in st.cases)
-        lines.append(f"{name + ':':10} {'ok' if st.ok else 'FAILED'} "
-                     f"({npass}/{len(st.cases)} checks)")
-    for c in result.host_checks:
-        lines.append(f"host:      {c.status} {c.name}")
-    lines += [f"problem:   {p}" for p in result.problems()]
-    lines.append(f"time:      build {build_s:.0f} s, boot and tests {result.seconds:.0f} s")
-    lines.append(f"console:   {result.log}")
-    lines.append("verdict:   " + ("PASS" if result.ok else "FAIL"))
+        col[name] = _checks(con.steps.get(name))
+    return col
+
+
+ROWS = (
+    ("mode", "mode the guest driver runs in"),
+    ("maps", "IOMMU maps in the guest (DMA API, VFIO)"),
+    ("map", "MAP requests served by the device"),
+    ("unmap", "UNMAP requests served by the device"),
+    ("attach_table", "ATTACH_TABLE requests served"),
+    ("invalidate", "INVALIDATE requests served"),
+    ("attach", "ATTACH requests served"),
+    ("req_1000", "MAP+UNMAP+INVALIDATE per 1,000 maps"),
+    ("kicks_1000", "kicks (device notified) per 1,000 maps"),
+    ("faults", "faults reported (edu's, expected)"),
+)
+
+
+def render(results: list[boot.Result], build_s: float) -> str:
+    """make run's report: one row per count, one column per mode."""
+    cols = [column(r) for r in results]
+    head = ["MAP/UNMAP mode", "page-table sharing"][:len(cols)]
+    width = 44
+    lines = ["== make run: one guest, disk + NIC + VFIO edu behind our QEMU's "
+             "virtio-iommu-pci (x86_64, lazy DMA domains), in two modes",
+             f"{'':{width}} " + " | ".join(f"{h:>22}" for h in head)]
+    rows = list(ROWS) + [(name, STEP_WHAT.get(name, name))
+                         for name in results[0].scenario.steps]
+    rows += [("disk", "disk writes checked by the host"),
+             ("time", "boot and workload (wall clock)"), ("verdict", "verdict")]
+    for key, what in rows:
+        vals = [col.get(key, "-") for col in cols]
+        lines.append(f"{what:{width}} " + " | ".join(f"{v:>22}" for v in vals))
+    for r in results:
+        lines += [f"problem:   {r.scenario.name}: {p}" for p in r.problems()]
+        lines.append(f"console:   {r.log}")
+    lines.append(f"time:      build {build_s:.0f} s")
+    lines.append("verdict:   " + ("PASS" if all(r.ok for r in results) else "FAIL"))
     return "\n".join(lines)
 
 
@@ -135,12 +202,29 @@ def build(target_name: str, patched_qemu: bool) -> float:
 
 
 def main() -> int:
-    sc = boot.SCENARIOS[SCENARIO]
-    build_s = build(sc.kernel, qemu.MACHINES[sc.machine].patched)
-    with step(f"boot {SCENARIO}"):
-        result = boot.run_scenario(SCENARIO)
-    print(render(result, build_s))
-    return 0 if result.ok else 1
+    from .scenarios import RUN_SCENARIOS
+
+    build_s = build("x86_64", True)
+    results: dict[str, boot.Result] = {}
+    errors: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            results[name] = boot.run_scenario(RUN_SCENARIOS[name])
+        except BaseException as exc:   # reported below, after both ended
+            errors.append(exc)
+
+    # Two boots side by side: each keeps about one CPU busy (boot_pool.py)
+    with step(f"boot {' and '.join(RUN)}"):
+        threads = [threading.Thread(target=one, args=(n,)) for n in RUN]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    print(render([results[n] for n in RUN], build_s))
+    return 0 if all(r.ok for r in results.values()) else 1
 
 
 # make run-vhost: the nested bed's vhost-iommu scenario

@@ -573,6 +573,29 @@ _ALL = tuple(dataclasses.replace(s, full_only=True) if s.arch == "arm64" else s
 
 SCENARIOS = {s.name: s for s in _ALL}
 
+# `make run`: one workload (disk, NIC, VFIO edu, every byte checked) behind
+# our QEMU's virtio-iommu-pci twice, side by side: in MAP/UNMAP mode (what
+# 6.12 and QEMU's device do) and sharing the guest's VT-d second-stage
+# tables (attach-table=on). Lazy DMA domains, the distributions' default.
+# Both trace every request type, so the report counts the same events.
+# Not booted by make check: the same device paths boot there as
+# x86_64-virtio-iommu and x86_64-virtio-iommu-pt.
+RUN_STEPS = ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats")
+RUN_SCENARIOS = {s.name: s for s in (
+    _sc("x86_64-run-map-unmap",
+        "MAP/UNMAP mode: a MAP and an UNMAP request for each DMA mapping",
+        "q35-virtio-iommu-patched", "x86_64", RUN_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS, extra_trace=PT_TRACE,
+        env={"TB_VIOMMU_DOMAIN": "dma-lazy"}),
+    _sc("x86_64-run-page-table",
+        "page-table sharing: the device walks the guest's VT-d tables",
+        "q35-virtio-iommu-pt", "x86_64", RUN_STEPS,
+        devices=("blk", "net", "edu"), fault="virtio-iommu",
+        append=VFIO_UNSAFE_IRQS, extra_trace=PT_TRACE,
+        env={**PT_X86_ENV, "TB_VIOMMU_DOMAIN": "dma-lazy"}),
+)}
+
 
 def selected(full: bool | None = None) -> dict[str, Scenario]:
     """The scenarios a run boots: all for `make check-full` (TB_FULL=1),

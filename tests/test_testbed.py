@@ -228,6 +228,58 @@ def test_report_reads_the_driver_counters():
     assert lines[-1].endswith("virtio0 domain 1 type=dma-lazy endpoints=1 maps=40")
 
 
+def test_make_run_boots_one_workload_in_both_modes():
+    """make run's two boots differ in the device's mode alone, on our QEMU."""
+    from testbed import qemu
+    from testbed.scenarios import RUN_SCENARIOS
+
+    mapu, table = (RUN_SCENARIOS[n] for n in ("x86_64-run-map-unmap",
+                                               "x86_64-run-page-table"))
+    assert mapu.steps == table.steps and mapu.devices == table.devices
+    assert mapu.append == table.append and mapu.trace == table.trace
+    assert {k: v for k, v in table.env.items() if not k.startswith("TB_VIOMMU_MODE")
+            and k != "TB_VIOMMU_FORMAT"} == mapu.env
+    for sc in (mapu, table):
+        assert qemu.MACHINES[sc.machine].patched
+    assert "attach-table=on" in qemu.MACHINES[table.machine].iommu_device
+    assert "attach-table" not in qemu.MACHINES[mapu.machine].iommu_device
+
+
+def test_make_run_report_sets_the_modes_side_by_side(tmp_path):
+    from testbed import boot, report
+    from testbed.scenarios import RUN_SCENARIOS
+
+    def result(name: str, mode: str, counts: dict, trace: str):
+        text = "\n".join(["TB-BOOTED 6.12", "TB-BEGIN viommu-stats", "TAP version 13",
+                          f"# viommu: virtio0 mode {mode}",
+                          *(f"# viommu: virtio0 {k} {v}" for k, v in counts.items()),
+                          "ok 1 counters", "1..1", "TB-END viommu-stats 0",
+                          "TB-DONE", ""])
+        log = tmp_path / f"{name}.trace"
+        log.write_text(trace)
+        return boot.Result(RUN_SCENARIOS[name], ktap.parse_console(text),
+                           tmp_path / f"{name}.log", 60.0, False, trace_log=log)
+
+    mapu = result("x86_64-run-map-unmap", "map-unmap",
+                  {"dma_maps": 2000, "map": 2000, "unmap": 1990, "kicks": 3000},
+                  "virtio_iommu_map domain=1\n" * 3 + "virtio_iommu_unmap domain=1\n")
+    table = result("x86_64-run-page-table", "page-table",
+                   {"dma_maps": 1000, "invalidate": 40, "kicks": 50},
+                   "virtio_iommu_attach_table domain=1\n" +
+                   "virtio_iommu_invalidate domain=1\n" * 40)
+    text = report.render([mapu, table], 1.0)
+    rows = {ln.split("  ")[0]: ln for ln in text.splitlines()}
+    per_map = rows["MAP+UNMAP+INVALIDATE per 1,000 maps"]
+    assert per_map.split()[-3:] == ["1995", "|", "40"]
+    assert rows["kicks (device notified) per 1,000 maps"].split()[-3:] == \
+        ["1500", "|", "50"]
+    assert rows["MAP requests served by the device"].split()[-3:] == ["3", "|", "0"]
+    assert rows["INVALIDATE requests served"].split()[-3:] == ["0", "|", "40"]
+    assert "page-table" in rows["mode the guest driver runs in"]
+    # The steps that did not run say so, and the verdict follows them
+    assert "did not run" in text and text.endswith("verdict:   FAIL")
+
+
 def test_bench_viommu_counts():
     """make bench-viommu: QEMU's trace and the driver's counters, per benchmark window."""
     from testbed import bench
