@@ -447,6 +447,15 @@ _ALL = (
         ("iommu-info", "blk", "vfio-edu", "vfio-nested", "vhost-vfio"),
         devices=("blk", "edu"), fault="intel-iommu", append=VFIO_UNSAFE_IRQS,
         env={**on_generic_pt("intel-iommu"), **NEST_FAULT_RECORDS}),
+    # Caching mode says nothing of snooping: without ECAP.C the driver must
+    # not hand generic_pt's tables (written without cache flushes) to the
+    # IOMMU, and its old code's tables must carry the DMA.
+    _sc("x86_64-intel-iommu-noncoherent",
+        "q35 + intel-iommu without coherent page walks (no ECAP.C): the "
+        "driver's own tables, disk and VFIO edu DMA and faults",
+        "q35-intel-iommu-noncoherent", "x86_64", ("iommu-info", "blk", "vfio-edu"),
+        devices=("blk", "edu"), fault="intel-iommu", append=VFIO_UNSAFE_IRQS,
+        env={"TB_PT_FORMAT": PT_FORMAT["intel-iommu"], "TB_PT_WANT": "N"}),
     _sc("x86_64-amd-iommu", "q35 + amd-iommu: disk, VFIO edu DMA and faults, "
         "VFIO nesting, vhost-iommu forwarding to it",
         "q35-amd-iommu", "x86_64",
