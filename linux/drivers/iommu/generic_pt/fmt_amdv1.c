@@ -81,15 +81,19 @@ static inline bool ptf_is_table(const struct gpt_table *t, u64 pte,
 	return nl && nl != AMDV1_NL_SIZE;
 }
 
+/*
+ * The host's memory-encryption bit (SME's C-bit, t->fmtd.amd.enc) sits in
+ * every address an entry of the library's tables holds.
+ */
 static inline u64 *ptf_table_va(const struct gpt_table *t, u64 pte)
 {
-	return phys_to_virt(__sme_clr(pte & AMDV1_ADDR));
+	return phys_to_virt(pte & AMDV1_ADDR & ~t->fmtd.amd.enc);
 }
 
 static inline u64 ptf_mk_table(const struct gpt_table *t, phys_addr_t pa,
 			       unsigned int lvl)
 {
-	return __sme_set(pa) | FIELD_PREP(AMDV1_NL, lvl) | AMDV1_PR |
+	return pa | t->fmtd.amd.enc | FIELD_PREP(AMDV1_NL, lvl) | AMDV1_PR |
 	       AMDV1_IR | AMDV1_IW;
 }
 
@@ -117,7 +121,7 @@ static inline unsigned int ptf_run_log2(const struct gpt_table *t, u64 pte,
 static inline phys_addr_t ptf_leaf_pa(const struct gpt_table *t, u64 pte,
 				      unsigned int lvl, u64 size)
 {
-	return __sme_clr(pte & AMDV1_ADDR) & ~(size - 1);
+	return pte & AMDV1_ADDR & ~t->fmtd.amd.enc & ~(size - 1);
 }
 
 static inline u64 ptf_leaf_attr(const struct gpt_table *t, u64 pte)
@@ -131,9 +135,9 @@ static inline u64 ptf_mk_leaf(const struct gpt_table *t, phys_addr_t pa,
 	u64 size;
 
 	if (!k)
-		return __sme_set(pa) | attr;
+		return pa | t->fmtd.amd.enc | attr;
 	size = 1ULL << (ptf_shift(t, lvl) + k);
-	return ((__sme_set(pa) | (size - 1)) & ~(size >> 1) & AMDV1_ADDR) |
+	return ((pa | t->fmtd.amd.enc | (size - 1)) & ~(size >> 1) & AMDV1_ADDR) |
 	       FIELD_PREP(AMDV1_NL, AMDV1_NL_SIZE) | attr;
 }
 
@@ -236,6 +240,7 @@ int gpt_amdv1_init(struct gpt_table *t, const struct gpt_amdv1_cfg *cfg,
 	t->nid = cfg->nid;
 	t->max_level = AMDV1_MAX_LEVEL;
 	t->top_changed = cfg->top_changed;
+	t->fmtd.amd.enc = __sme_set(0ULL);	/* sme_me_mask, if built in */
 	return amdv1_init_common(t, cfg->levels - 1, gfp);
 }
 EXPORT_SYMBOL_GPL(gpt_amdv1_init);

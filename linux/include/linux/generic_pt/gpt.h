@@ -212,6 +212,9 @@ struct gpt_table {
 			u8 no_1g;
 			u8 snp;
 		} vtd;
+		struct {
+			u64 enc;	/* ORed into every address held */
+		} amd;
 	} fmtd;
 };
 
