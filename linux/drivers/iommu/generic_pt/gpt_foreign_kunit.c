@@ -243,6 +243,9 @@ static u64 gft_vtd_self(u64 pa, int i)
 	return pa | 3;			/* read, write, a table */
 }
 
+/* AMD v1: a present 4K page, readable and writable (next level 0) */
+#define AMDV1_TEST_PAGE		(BIT_ULL(0) | BIT_ULL(61) | BIT_ULL(62))
+
 static u64 gft_amd_self(u64 pa, int i)
 {
 	/* Present, IR, IW, next level 3: right only below a level-4 top */
@@ -342,11 +345,56 @@ static void gft_test_reserved(struct kunit *test)
 	free_page((unsigned long)table);
 }
 
+/*
+ * A guest's AMD v1 table on a host with memory encryption: an address bit
+ * the host uses as its C-bit (sme_me_mask, bit 47 here) is an ordinary
+ * address bit of the guest's. The walk must hand it back as the guest
+ * wrote it (a guest-physical address beyond its memory, which the read
+ * callback then refuses) or refuse it where it is at or above the output
+ * size, never clear it: the address would alias guest memory below.
+ */
+static void gft_test_host_encryption_bit(struct kunit *test)
+{
+	static const struct gpt_foreign_cfg cfgs[] = {
+		{ GPT_FMT_AMDV1, 12, 21, 48 },	/* bit 47 an address bit */
+		{ GPT_FMT_AMDV1, 12, 21, 47 },	/* bit 47 beyond the output */
+	};
+	const u64 c_bit = BIT_ULL(47);
+	u64 *table = (u64 *)get_zeroed_page(GFP_KERNEL);
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, table);
+	/* One level: the 4K page at IOVA 0x1000, its address with the C-bit */
+	table[1] = 0x5000 | c_bit | AMDV1_TEST_PAGE;
+	for (i = 0; i < ARRAY_SIZE(cfgs); i++) {
+		struct gft_reader r = {};
+		struct gpt_foreign f;
+		struct gpt_leaf leaf;
+		int ret;
+
+		KUNIT_ASSERT_EQ(test, gpt_foreign_init(&f, &cfgs[i],
+						       virt_to_phys(table)), 0);
+		/* What a description on such a host would hold */
+		f.t.fmtd.amd.enc = c_bit;
+		ret = gpt_foreign_lookup(&f, 0x1000, gft_read, &r, &leaf);
+		if (cfgs[i].oas > 47) {
+			KUNIT_EXPECT_EQ_MSG(test, ret, 0, "oas %u", cfgs[i].oas);
+			KUNIT_EXPECT_EQ_MSG(test, leaf.pa, 0x5000 | c_bit,
+					    "oas %u", cfgs[i].oas);
+		} else {
+			KUNIT_EXPECT_EQ_MSG(test, ret, -EBADMSG, "oas %u",
+					    cfgs[i].oas);
+		}
+	}
+	free_page((unsigned long)table);
+}
+
 static struct kunit_case gft_test_cases[] = {
 	KUNIT_CASE_PARAM(gft_test_matches_lookup, gft_cfgs_gen_params),
 	KUNIT_CASE(gft_test_bad_cfg),
 	KUNIT_CASE(gft_test_loops),
 	KUNIT_CASE(gft_test_reserved),
+	KUNIT_CASE(gft_test_host_encryption_bit),
 	{}
 };
 
