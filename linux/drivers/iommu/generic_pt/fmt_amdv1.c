@@ -124,6 +124,19 @@ static inline phys_addr_t ptf_leaf_pa(const struct gpt_table *t, u64 pte,
 	return pte & AMDV1_ADDR & ~t->fmtd.amd.enc & ~(size - 1);
 }
 
+/*
+ * A foreign table's addresses are its owner's (a guest's: guest-physical),
+ * where the host's encryption bit is an address bit like any other: read
+ * them as written, never cleared, so that none aliases another.
+ */
+static inline phys_addr_t ptf_foreign_pa(const struct gpt_table *t, u64 pte,
+					 unsigned int lvl, u64 size)
+{
+	return pte & AMDV1_ADDR & ~(size - 1);
+}
+
+#define ptf_foreign_pa ptf_foreign_pa
+
 static inline u64 ptf_leaf_attr(const struct gpt_table *t, u64 pte)
 {
 	return pte & ~(AMDV1_ADDR | AMDV1_NL);

@@ -5,7 +5,6 @@
  * instances' (pt_foreign.h); this picks one and checks the description.
  */
 #include <linux/export.h>
-#include <linux/mem_encrypt.h>
 #include <linux/sizes.h>
 
 #include "fmt_armv8_defs.h"
@@ -62,7 +61,6 @@ static int gpt_foreign_amdv1(struct gpt_foreign *f,
 	    cfg->ias > 64)
 		return -ERANGE;
 	f->t.fmt = GPT_FMT_AMDV1;
-	f->t.fmtd.amd.enc = __sme_set(0ULL);
 	f->lookup = amdv1_foreign_lookup;
 	return DIV_ROUND_UP(cfg->ias - 12, 9) - 1;
 }

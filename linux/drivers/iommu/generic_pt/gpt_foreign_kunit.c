@@ -374,7 +374,8 @@ static void gft_test_host_encryption_bit(struct kunit *test)
 
 		KUNIT_ASSERT_EQ(test, gpt_foreign_init(&f, &cfgs[i],
 						       virt_to_phys(table)), 0);
-		/* What a description on such a host would hold */
+		/* A description holds no mask; had it the host's, unused */
+		KUNIT_EXPECT_EQ(test, f.t.fmtd.amd.enc, 0);
 		f.t.fmtd.amd.enc = c_bit;
 		ret = gpt_foreign_lookup(&f, 0x1000, gft_read, &r, &leaf);
 		if (cfgs[i].oas > 47) {

@@ -11,6 +11,10 @@
  *  ptf_rsvd(t, pte, lvl)     bits of a valid entry at @lvl that must be zero
  *  ptf_table_prot(t, pte)    IOMMU_READ/IOMMU_WRITE a table entry allows
  *                            below it
+ * A format whose own entries hold more than an address in their address
+ * field (AMD v1: the host's encryption bit) defines a third:
+ *  ptf_foreign_pa(t, pte, lvl, size)   the address as the table's owner
+ *                            wrote it; ptf_leaf_pa() otherwise
  */
 #ifndef __GENERIC_PT_PT_FOREIGN_DECLS
 #define __GENERIC_PT_PT_FOREIGN_DECLS
@@ -30,6 +34,10 @@ GPT_FOREIGN_DECL(vtdss);
 #endif /* __GENERIC_PT_PT_FOREIGN_DECLS */
 
 #ifdef PTF_PREFIX
+
+#ifndef ptf_foreign_pa
+#define ptf_foreign_pa ptf_leaf_pa
+#endif
 
 /* Does [@pa, @pa + @size - 1] fit below 2^oas? */
 static inline bool PTN(foreign_oas_ok)(const struct gpt_table *t, u64 pa,
@@ -77,7 +85,7 @@ int PTN(foreign_lookup)(const struct gpt_table *t, u64 root, u64 iova,
 			return -EBADMSG;
 		if (lvl && ptf_is_table(t, pte, lvl)) {
 			/* A table's address sits where a granule page's does */
-			table = ptf_leaf_pa(t, pte, 0, granule);
+			table = ptf_foreign_pa(t, pte, 0, granule);
 			if (!PTN(foreign_oas_ok)(t, table, granule))
 				return -EBADMSG;
 			allow &= ptf_table_prot(t, pte);
@@ -89,9 +97,9 @@ int PTN(foreign_lookup)(const struct gpt_table *t, u64 root, u64 iova,
 		if (!(ptf_runs(t, lvl) & BIT(k)))
 			return -EBADMSG;
 		size = 1ULL << (ptf_shift(t, lvl) + k);
-		pa = ptf_leaf_pa(t, pte, lvl, size);
+		pa = ptf_foreign_pa(t, pte, lvl, size);
 		/* The address bits below a block's size are reserved */
-		if (!k && pa != ptf_leaf_pa(t, pte, lvl, granule))
+		if (!k && pa != ptf_foreign_pa(t, pte, lvl, granule))
 			return -EBADMSG;
 		if (!PTN(foreign_oas_ok)(t, pa, size))
 			return -EBADMSG;
