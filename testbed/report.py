@@ -171,14 +171,14 @@ def render(results: list[boot.Result], build_s: float) -> str:
     width = 44
     lines = ["== make run: one guest, disk + NIC + VFIO edu behind our QEMU's "
              "virtio-iommu-pci (x86_64, lazy DMA domains), in two modes",
-             f"{'':{width}} " + " | ".join(f"{h:>22}" for h in head)]
+             f"{'':{width}} " + " | ".join(f"{h:>28}" for h in head)]
     rows = list(ROWS) + [(name, STEP_WHAT.get(name, name))
                          for name in results[0].scenario.steps]
     rows += [("disk", "disk writes checked by the host"),
              ("time", "boot and workload (wall clock)"), ("verdict", "verdict")]
     for key, what in rows:
         vals = [col.get(key, "-") for col in cols]
-        lines.append(f"{what:{width}} " + " | ".join(f"{v:>22}" for v in vals))
+        lines.append(f"{what:{width}} " + " | ".join(f"{v:>28}" for v in vals))
     for r in results:
         lines += [f"problem:   {r.scenario.name}: {p}" for p in r.problems()]
         lines.append(f"console:   {r.log}")
