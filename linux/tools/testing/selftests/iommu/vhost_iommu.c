@@ -878,6 +878,37 @@ TEST_F(viommu, stop_resets_device)
 	EXPECT_EQ(1, c.bypass);
 }
 
+/*
+ * SET_RUNNING 0 pauses: the queues wait, and every domain and mapping
+ * stays, translations answering from them (a VM its VMM stopped, for a
+ * snapshot or a migration: its vhost-net and emulated devices still look
+ * up what the guest mapped). A request the guest queues meanwhile is
+ * served once the device runs again.
+ */
+TEST_F(viommu, pause_keeps_state)
+{
+	uint8_t *resp = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
+	struct vhost_iommu_translate t;
+	uint32_t zero = 0, one = 1;
+
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	EXPECT_EQ(OK, map(self, 1, 0x200000, 0x3fffff, 0x40000000, RW));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, xlate(self, 1, 0x200010, &t));
+	EXPECT_EQ(0x40000010, t.gpa);
+	EXPECT_EQ(0x200000 - 0x10, t.size);
+	/* Queued while paused: no answer until the device runs */
+	EXPECT_EQ(-1, map(self, 1, 0x400000, 0x400fff, 0x1000, RW));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	ASSERT_EQ(0, vq_wait_used(&self->rq, 1));
+	self->rq.used_idx++;
+	EXPECT_EQ(OK, resp[0]);
+	EXPECT_TRUE(mapped(self, 1, 0x3ff000));
+	EXPECT_TRUE(mapped(self, 1, 0x400000));
+	EXPECT_EQ(OK, unmap(self, 1, 0x200000, 0x3fffff));
+	EXPECT_FALSE(mapped(self, 1, 0x200000));
+}
+
 TEST_F(viommu, del_endpoint_detaches)
 {
 	uint32_t id = 1;
