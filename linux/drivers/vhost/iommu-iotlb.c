@@ -102,7 +102,8 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 	int access = 0, ret;
 
 	lockdep_assert_held(&v->lock);
-	if (b->dead || !v->running)
+	/* Paused, the device still translates: a stopped VM's DMA may */
+	if (b->dead)
 		return -ENODEV;
 	/* Where it goes, then how far both the MAP and the memory go */
 	ret = vhost_iommu_xlate(v, &t, perm, reason, 1);

@@ -87,16 +87,39 @@ static void vhost_iommu_set_backend(struct vhost_iommu *v, void *backend)
 	}
 }
 
-/* Stop serving the queues and reset the device.  Caller holds dev.mutex. */
-static void vhost_iommu_stop(struct vhost_iommu *v)
+/*
+ * Stop serving the queues and keep everything else: domains, mappings,
+ * attached tables, pending faults.  Translations (TRANSLATE, bound
+ * devices' misses) go on answering from them; requests wait in the ring.
+ * Caller holds dev.mutex.
+ */
+static void vhost_iommu_pause(struct vhost_iommu *v)
 {
 	vhost_iommu_set_backend(v, NULL);
 	vhost_dev_flush(&v->dev);
 	mutex_lock(&v->lock);
 	v->running = false;
+	mutex_unlock(&v->lock);
+}
+
+/*
+ * Device reset: stopped, every domain goes (endpoints stay, detached) and
+ * the pending faults with them.  Caller holds dev.mutex.
+ */
+static void vhost_iommu_reset_device(struct vhost_iommu *v)
+{
+	if (v->running)
+		vhost_iommu_pause(v);
+	mutex_lock(&v->lock);
 	vhost_iommu_reset(v);
 	mutex_unlock(&v->lock);
 	vhost_iommu_clear_faults(v);
+}
+
+/* Does the device hold what a pause keeps and a reset drops? */
+static bool vhost_iommu_has_state(struct vhost_iommu *v)
+{
+	return !xa_empty(&v->domains);
 }
 
 /* Free an endpoint that is in no domain, and let go of its VFIO group */
@@ -126,7 +149,7 @@ static int vhost_iommu_release(struct inode *inode, struct file *f)
 		vhost_iommu_free_ep(ep);
 	}
 	mutex_unlock(&v->lock);
-	vhost_iommu_stop(v);
+	vhost_iommu_reset_device(v);
 	vhost_dev_stop(&v->dev);
 	vhost_dev_cleanup(&v->dev);
 	xa_destroy(&v->endpoints);
@@ -235,9 +258,10 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 		return -EINVAL;
 
 	mutex_lock(&v->lock);
-	if (v->running) {
+	if (v->running || vhost_iommu_has_state(v)) {
 		/*
-		 * Only the guest-writable field may change now.  The config
+		 * Only the guest-writable field may change now, or while
+		 * paused with domains, which were built under the config.  The config
 		 * may come as it was given or as GET_CONFIG read it back:
 		 * its zeros stood for the limits in effect since, whatever
 		 * the module parameters say now.
@@ -452,6 +476,9 @@ static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 		return -EOPNOTSUPP;
 	if (v->running)
 		return -EBUSY;
+	/* Paused with domains: what they were built under stays (or reset) */
+	if (vhost_iommu_has_state(v) && features != vhost_iommu_features(v))
+		return -EBUSY;
 	/*
 	 * The formats and POSTED_MAP are PROBE properties (rst: MUST offer
 	 * PROBE)
@@ -536,14 +563,18 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 		} else if (running) {
 			ret = vhost_iommu_start(v);
 		} else {
-			vhost_iommu_stop(v);
+			vhost_iommu_pause(v);
 			ret = 0;
 		}
+		break;
+	case VHOST_IOMMU_RESET:
+		vhost_iommu_reset_device(v);
+		ret = 0;
 		break;
 	case VHOST_RESET_OWNER:
 	case VHOST_SET_LOG_BASE:
 	case VHOST_SET_LOG_FD:
-		/* No dirty logging; reset is SET_RUNNING 0 or close(). */
+		/* No dirty logging; reset is VHOST_IOMMU_RESET or close(). */
 		ret = -EOPNOTSUPP;
 		break;
 	default:
@@ -553,6 +584,15 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 			break;
 		}
 		ret = vhost_dev_ioctl(&v->dev, ioctl, argp);
+		if (!ret && ioctl == VHOST_SET_MEM_TABLE) {
+			/*
+			 * Paused with mappings: what bound devices cached
+			 * came through the old memory table
+			 */
+			mutex_lock(&v->lock);
+			vhost_iommu_invalidate_all(v);
+			mutex_unlock(&v->lock);
+		}
 		if (ret == -ENOIOCTLCMD) {
 			if (v->running) {
 				ret = -EBUSY;

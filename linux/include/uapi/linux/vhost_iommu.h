@@ -210,14 +210,17 @@ struct vhost_iommu_translate {
  * include/uapi/linux/vhost.h does not use.
  *
  * VHOST_IOMMU_SET_CONFIG: set the device config.  Before the device runs,
- * any field; while it runs only @bypass may change (EBUSY otherwise).
+ * any field; while it runs, or is paused with domains, only @bypass may
+ * change (EBUSY otherwise).
  * VHOST_IOMMU_GET_CONFIG: read it back, with the limits in effect.
  * VHOST_IOMMU_ADD_ENDPOINT / VHOST_IOMMU_DEL_ENDPOINT (argument: the ID):
  * register an endpoint, or remove it (detaching it first).  Allowed while
  * the device runs (hotplug).
- * VHOST_IOMMU_SET_RUNNING (argument: 1 start, 0 stop): start serving the
- * queues, or stop and reset the device: every domain and mapping goes,
- * endpoints stay registered.
+ * VHOST_IOMMU_SET_RUNNING (argument: 1 start, 0 pause): start serving the
+ * queues, or stop serving them and keep every domain, mapping and pending
+ * fault, translations answering from them (a VM stopped by its VMM).
+ * VHOST_IOMMU_RESET: the device reset: stopped, every domain and mapping
+ * goes, endpoints stay registered.
  * VHOST_IOMMU_TRANSLATE: see struct vhost_iommu_translate.
  *
  * A vhost device (vhost-net) is bound to an endpoint on its own file, with
@@ -240,5 +243,6 @@ struct vhost_iommu_translate {
 #define VHOST_IOMMU_DEL_ENDPOINT _IOW(VHOST_VIRTIO, 0xA3, __u32)
 #define VHOST_IOMMU_SET_RUNNING	_IOW(VHOST_VIRTIO, 0xA4, __u32)
 #define VHOST_IOMMU_TRANSLATE	_IOWR(VHOST_VIRTIO, 0xA5, struct vhost_iommu_translate)
+#define VHOST_IOMMU_RESET	_IO(VHOST_VIRTIO, 0xA6)
 
 #endif /* _UAPI_LINUX_VHOST_IOMMU_H */

@@ -502,11 +502,11 @@ TEST_F(viommu, probe_small_buffer_inval)
 TEST_F(viommu, probe_not_negotiated_used_len_0)
 {
 	uint8_t *resp = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 	uint64_t f;
 	struct answer a;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
 	/* Page-table sharing and posted MAP need PROBE: off too */
 	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
@@ -835,11 +835,11 @@ TEST_F(viommu, config_again_after_module_parameter_change)
 {
 	struct vhost_iommu_config c = self->cfg, got;
 	unsigned long was = read_param(MAX_MAPPINGS_PARAM);
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 
 	if (!was)
 		SKIP(return, "no " MAX_MAPPINGS_PARAM);
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	c.max_mappings = 0;
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &got));
@@ -857,14 +857,15 @@ TEST_F(viommu, config_again_after_module_parameter_change)
 	EXPECT_EQ(0, write_param(MAX_MAPPINGS_PARAM, was));
 }
 
-TEST_F(viommu, stop_resets_device)
+/* RESET drops every domain, stops the device and keeps the endpoints */
+TEST_F(viommu, reset_drops_domains)
 {
 	struct vhost_iommu_config c = self->cfg;
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
 	EXPECT_EQ(OK, map(self, 1, 0, PG - 1, 0, RW));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	EXPECT_FALSE(mapped(self, 1, 0));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT, map(self, 1, 0, PG - 1, 0, RW));
@@ -872,7 +873,7 @@ TEST_F(viommu, stop_resets_device)
 	/* bypass SHOULD NOT change on device reset */
 	c.bypass = 1;
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &c));
 	EXPECT_EQ(1, c.bypass);
@@ -907,6 +908,45 @@ TEST_F(viommu, pause_keeps_state)
 	EXPECT_TRUE(mapped(self, 1, 0x400000));
 	EXPECT_EQ(OK, unmap(self, 1, 0x200000, 0x3fffff));
 	EXPECT_FALSE(mapped(self, 1, 0x200000));
+}
+
+/*
+ * Paused with domains, the device keeps what they were built under: the
+ * features and the config but bypass stay (EBUSY), unless the same are
+ * set again (a VMM resuming), until a reset.
+ */
+TEST_F(viommu, paused_keeps_its_contract)
+{
+	struct vhost_iommu_config c = self->cfg;
+	uint32_t zero = 0, one = 1;
+	uint64_t f, acked;
+
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	/* What viommu_dev_up() acknowledged, then without PROBE */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	acked = f & ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE |
+		      1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &acked));
+	f = acked & ~(1ULL << VIRTIO_IOMMU_F_PROBE);
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	EXPECT_EQ(EBUSY, errno);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	c.max_mappings = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(EBUSY, errno);
+	c = self->cfg;
+	c.bypass = !c.bypass;
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* Reset: anything goes again */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
+	c.max_mappings = 1;
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	c = self->cfg;
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }
 
 TEST_F(viommu, del_endpoint_detaches)
@@ -1342,7 +1382,7 @@ TEST_F(viommu, fault_on_event_queue)
 TEST_F(viommu, fault_waits_for_buffers)
 {
 	struct virtio_iommu_fault f;
-	uint32_t len, zero = 0, one = 1;
+	uint32_t len, one = 1;
 	int i;
 
 	EXPECT_EQ(OK, attach(self, 1, 1, 0));
@@ -1376,7 +1416,7 @@ TEST_F(viommu, fault_waits_for_buffers)
 			     (100 + i) * PG);
 	EXPECT_TRUE(evt_none(&self->eq));
 	/* ...and a reset drops them */
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	EXPECT_EQ(-ENOENT, xlate_f(self, 1, 0x7000, TF_R | TF_F));
 	evt_post(&self->eq, self->mem, 8, 4, 32);

@@ -422,7 +422,7 @@ static void fstep_send(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 {
 	unsigned int s, k, n, nomem, sites, total_nomem = 0;
-	uint32_t zero = 0, one = 1, bad_ep;
+	uint32_t one = 1, bad_ep;
 	uint64_t bad_iova;
 	struct model m;
 	struct rreq r;
@@ -445,8 +445,7 @@ TEST_F_TIMEOUT(viommu, fail_nth_requests, 900)
 			int hit;
 
 			/* From a reset device, the steps before this one */
-			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
-					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
 					   &one));
 			m_init(&m);
@@ -545,7 +544,7 @@ static int ft_send(struct _test_data_viommu *self, struct pt *p, int step)
 
 TEST_F_TIMEOUT(viommu, fail_nth_table_requests, 600)
 {
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 	unsigned int s, k, n, nomem, total = 0;
 	struct vhost_iommu_translate t;
 	int nth, ret, status, hit;
@@ -567,8 +566,7 @@ TEST_F_TIMEOUT(viommu, fail_nth_table_requests, 600)
 	for (s = 0; s < FT_NR; s++) {
 		nomem = 0;
 		for (n = 1; n < FAIL_NTH_MAX; n++) {
-			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
-					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
 					   &one));
 			for (k = 0; k < s; k++)

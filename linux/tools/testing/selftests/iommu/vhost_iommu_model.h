@@ -739,7 +739,7 @@ static const char *const status_name[] = {
 static void vmm_acts(struct __test_metadata *_metadata,
 		     struct _test_data_viommu *self, struct model *m)
 {
-	uint32_t ep = 1 + rnd_below(NR_EPS), zero = 0, one = 1;
+	uint32_t ep = 1 + rnd_below(NR_EPS), one = 1;
 	int ret;
 
 	if (pm(3)) {
@@ -765,7 +765,7 @@ static void vmm_acts(struct __test_metadata *_metadata,
 		}
 	}
 	if (pm(1)) {
-		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 		m_reset(m);
 	}

@@ -108,12 +108,11 @@ static int is_posted_prop(const uint8_t *p)
 /* rst: a device that offers the feature MUST offer PROBE */
 TEST_F(viommu, posted_feature_needs_probe)
 {
-	uint32_t zero = 0;
 	uint64_t f;
 
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
 	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_POSTED_MAP));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
 	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
@@ -152,7 +151,6 @@ TEST_F(viommu, posted_not_for_assigned_endpoints)
 		.id = 20, .flags = VHOST_IOMMU_EP_F_NO_POSTED_MAP,
 	};
 	struct vhost_iommu_config c;
-	uint32_t zero = 0;
 	uint64_t f;
 
 	posted_up(_metadata, self);
@@ -168,7 +166,7 @@ TEST_F(viommu, posted_not_for_assigned_endpoints)
 	EXPECT_EQ(EINVAL, errno);
 
 	/* Room for endpoint 1's MSI region, not for it and the property */
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	c = self->cfg;
 	c.probe_size = sizeof(struct virtio_iommu_probe_resv_mem) + 4;
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
@@ -199,12 +197,12 @@ TEST_F(viommu, posted_no_property_no_charge)
 		.head.type = VIRTIO_IOMMU_T_PROBE, .endpoint = 20,
 	};
 	struct vhost_iommu_config c = self->cfg;
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 	struct answer a;
 	uint64_t f;
 	int i;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	/* Endpoint 1's MSI region is charged for posted MAP: remove it */
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_DEL_ENDPOINT, &one));
 	for (i = 2; i <= NR_EPS; i++)
@@ -581,9 +579,9 @@ static void busy_loop_on(struct __test_metadata *_metadata,
 			 struct _test_data_viommu *self)
 {
 	struct vhost_vring_state t = { .index = 0, .num = 1000 };
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &t));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }

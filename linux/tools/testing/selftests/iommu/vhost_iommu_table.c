@@ -21,12 +21,11 @@ static const int both[] = { PT_VTD, PT_ARM };
 /* PAGE_TABLE_FMT: the feature and the property */
 TEST_F(viommu, table_feature_needs_probe)
 {
-	uint32_t zero = 0;
 	uint64_t f;
 
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
 	ASSERT_TRUE(f & (1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	/* The formats are PROBE properties: the feature needs PROBE */
 	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
@@ -106,10 +105,9 @@ TEST_F(viommu, table_probe_lists_formats)
 TEST_F(viommu, table_config_errors)
 {
 	struct vhost_iommu_config c = self->cfg;
-	uint32_t zero = 0;
 	uint64_t f;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	/* Formats the device does not walk */
 	c.table_formats = 1 << 2;
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
@@ -611,7 +609,7 @@ TEST_F(viommu, table_invalidate_statuses)
 /* DETACH of the last endpoint and reset drop the table domain */
 TEST_F(viommu, table_detach_and_reset_drop_table)
 {
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 	struct pt p, q;
 	uint64_t gpa = 0;
 
@@ -634,7 +632,7 @@ TEST_F(viommu, table_detach_and_reset_drop_table)
 	ASSERT_EQ(0, pt_xlate(self, TEP, IOVA, 0, &gpa));
 	EXPECT_EQ(DATA(9), gpa);
 	/* Reset */
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 	EXPECT_EQ(-ENOENT, pt_xlate(self, TEP, IOVA, 0, &gpa));
 	EXPECT_EQ(VIRTIO_IOMMU_S_NOENT,

@@ -452,17 +452,16 @@ static int mapped(struct _test_data_viommu *self, uint32_t ep, uint64_t iova)
 #define RW	(VIRTIO_IOMMU_MAP_F_READ | VIRTIO_IOMMU_MAP_F_WRITE)
 
 /*
- * Stop the device (a reset) and negotiate every feature it offers but
+ * Reset the device and negotiate every feature it offers but
  * @drop; @want must be among them.  The caller starts it again.
  */
 static void renegotiate(struct __test_metadata *_metadata,
 			struct _test_data_viommu *self, uint64_t want,
 			uint64_t drop)
 {
-	uint32_t zero = 0;
 	uint64_t f;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
 	ASSERT_EQ(want, f & want);
 	f &= ~drop;
@@ -474,9 +473,9 @@ static void reconfigure(struct __test_metadata *_metadata,
 			struct _test_data_viommu *self,
 			struct vhost_iommu_config *c)
 {
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, c));
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }
@@ -490,9 +489,9 @@ static void big_request_queue(struct __test_metadata *_metadata,
 {
 	struct vhost_iommu_config c = self->cfg;
 	struct vq *vq = &self->rq;
-	uint32_t zero = 0, one = 1;
+	uint32_t one = 1;
 
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	close(vq->kick);
 	close(vq->call);
 	memset(gpa_ptr(self->mem, GPA_BASE + OFF_VQ(0)), 0, 0x10000);

@@ -570,7 +570,7 @@ static uint64_t vf_dst(int step)
 
 TEST_F_TIMEOUT(viommu, vfio_fail_nth, 600)
 {
-	uint32_t zero = 0, one = 1, ep = EDU_EP;
+	uint32_t one = 1, ep = EDU_EP;
 	unsigned int s, k, n, failed, total = 0;
 	int nth, ret, status, hit, want;
 	pid_t worker;
@@ -625,8 +625,7 @@ TEST_F_TIMEOUT(viommu, vfio_fail_nth, 600)
 	for (s = 0; s < VF_NR; s++) {
 		failed = 0;
 		for (n = 1; n < FAIL_NTH_MAX; n++) {
-			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
-					   &zero));
+			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 			ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING,
 					   &one));
 			pt_clear(&p, IOVA_SRC, 0);
