@@ -87,6 +87,7 @@ class Nested:
     full_only: bool = False         # `make check-full` only (CI's time)
     bench_only: bool = False        # `make bench-vhost` only, no test
     reset_after: str = ""           # reset L2 once this step ended
+    pause_after: str = ""           # stop and cont L2 once this step ended
     template: str = L2_TEMPLATE     # the scenario whose env and append L2 takes
     l2_append: str = ""             # more of L2's command line
     l2_env: tuple[tuple[str, str], ...] = ()    # more of L2's /etc/tb.env
@@ -167,13 +168,15 @@ VIOMMU_VFIO_ARM64 = replace(
 NESTED = {n.name: n for n in (
     # pci-hotplug: an edu plugged into a root port, unplugged and plugged
     # again while L2 runs; the kernel device's endpoints follow (QEMU
-    # patch 0027)
+    # patch 0027). After blk, L1 stops L2's VM and lets it run again: the
+    # kernel device pauses and keeps every domain and mapping (QEMU patch
+    # 0056), which the steps after it use.
     Nested("x86_64-nested-vhost-iommu",
            "L1 runs our kernel and QEMU; L2 behind virtio-iommu-pci,vhost=on "
            "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
-           "and edu translated by the kernel device, an edu hotplugged, "
-           "unplugged and plugged again",
-           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED,
+           "and edu translated by the kernel device, L2 stopped and run "
+           "again, an edu hotplugged, unplugged and plugged again",
+           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED, pause_after="blk",
            l2_steps=("iommu-info", "blk", "net", "vfio-edu", "pci-hotplug",
                      "viommu-stats", "viommu-remove")),
     # The same L2 on arm64: our arm64 kernel's driver (device tree, Arm's
@@ -207,7 +210,7 @@ NESTED = {n.name: n for n in (
            "driver attaches VT-d second-stage tables that L1's kernel walks, "
            "for vhost-net's misses and the emulated devices' translations",
            "virtio-iommu-pci,vhost=on,attach-table=on", True,
-           template="x86_64-virtio-iommu-pt", full_only=True),
+           template="x86_64-virtio-iommu-pt", full_only=True, pause_after="blk"),
     # The whole nesting chain: L0's intel-iommu model walks the table
     # L1's VFIO composed from L2's, which vhost-iommu in L1 forwarded
     Nested("x86_64-nested-vhost-vfio",
@@ -405,6 +408,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_MEM_MB": str(n.l2_mem_mb),
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
+        "TB_L2_PAUSE_AFTER": n.pause_after,
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
         "TB_L2_REFUSALS": "1" if n.refusals and n.l2_vfio else "0",
         "TB_L2_VHOST_REFUSED": n.vhost_refused,

@@ -191,6 +191,18 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 				echo system_reset | nc 127.0.0.1 4444 > /dev/null &
 			fi
 			;;
+		# TB_L2_PAUSE_AFTER=<step>: once that step ended, stop L2's
+		# VM for 2 s and let it run again (a snapshot's or a
+		# migration's pause): the kernel device must keep every
+		# domain and mapping for the steps after it
+		"TB-END $TB_L2_PAUSE_AFTER "*)
+			if [ -n "$TB_L2_PAUSE_AFTER" ] && [ ! -e /tmp/l2.paused ]; then
+				touch /tmp/l2.paused
+				echo "L2-TIME paused $(($(date +%s) - t0))"
+				(echo stop; sleep 2; echo cont) |
+					nc 127.0.0.1 4444 > /dev/null &
+			fi
+			;;
 		# L2's pci-hotplug step asks for an edu on rp1 and for its
 		# unplug; the kernel device's endpoints are noted each time
 		# before the change: after the add L2 saw, after the unplug
@@ -222,6 +234,10 @@ while read -r line; do
 	diag "l2-qemu: $line"
 done < /tmp/l2.err
 check "L2 powered off after its steps" grep -q '^TB-DONE' /tmp/l2.log
+if [ -n "$TB_L2_PAUSE_AFTER" ]; then
+	check "L2 was stopped and ran on after its $TB_L2_PAUSE_AFTER step" \
+		[ -e /tmp/l2.paused ]
+fi
 # QEMU's device logs the edu test's faults ("no mapping"), and vfio-pci
 # that the edu has no reset to give (no FLR, no PM reset); QEMU 7.2's
 # virtio-iommu warns each time VFIO adds the IOMMU region after machine
