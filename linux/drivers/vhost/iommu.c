@@ -234,19 +234,58 @@ static bool vhost_iommu_same_config(const struct vhost_iommu_config *c,
 	return !memcmp(&a, now, sizeof(a));
 }
 
-static long vhost_iommu_set_config(struct vhost_iommu *v,
-				   struct vhost_iommu_config __user *argp)
+/* The first version of struct vhost_iommu_config: no caller has less */
+#define VHOST_IOMMU_CONFIG_MIN_SIZE	88
+static_assert(sizeof(struct vhost_iommu_config) >= VHOST_IOMMU_CONFIG_MIN_SIZE);
+
+/*
+ * A config as its caller sized it (@argsz): at least the first version,
+ * the bytes this kernel does not know zero (E2BIG otherwise).
+ */
+static int vhost_iommu_config_from_user(struct vhost_iommu_config *c,
+					void __user *argp)
+{
+	u32 argsz;
+	int ret;
+
+	if (get_user(argsz, (u32 __user *)argp))
+		return -EFAULT;
+	if (argsz < VHOST_IOMMU_CONFIG_MIN_SIZE)
+		return -EINVAL;
+	ret = copy_struct_from_user(c, sizeof(*c), argp, argsz);
+	c->argsz = sizeof(*c);
+	return ret;
+}
+
+/* GET_CONFIG: no more than @argsz bytes, and @argsz the size known here */
+static int vhost_iommu_config_to_user(const struct vhost_iommu_config *cfg,
+				      void __user *argp)
+{
+	struct vhost_iommu_config c = *cfg;
+	u32 argsz;
+
+	if (get_user(argsz, (u32 __user *)argp))
+		return -EFAULT;
+	if (argsz < VHOST_IOMMU_CONFIG_MIN_SIZE)
+		return -EINVAL;
+	c.argsz = sizeof(c);
+	return copy_to_user(argp, &c, min_t(u32, argsz, sizeof(c))) ?
+	       -EFAULT : 0;
+}
+
+static long vhost_iommu_set_config(struct vhost_iommu *v, void __user *argp)
 {
 	struct vhost_iommu_config c, given;
 	unsigned long cap_mappings, cap_pages;
 	unsigned int cap_domains;
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
-	long ret = 0;
+	long ret;
 
-	if (copy_from_user(&c, argp, sizeof(c)))
-		return -EFAULT;
-	if (c.flags || c.bypass > 1 || c.reserved0 ||
+	ret = vhost_iommu_config_from_user(&c, argp);
+	if (ret)
+		return ret;
+	if (c.flags || c.bypass > 1 ||
 	    (c.table_formats & ~vhost_iommu_table_formats()) ||
 	    !vhost_iommu_zero(c.padding, sizeof(c.padding)) ||
 	    !vhost_iommu_zero((u8 *)c.reserved, sizeof(c.reserved)))
@@ -261,10 +300,10 @@ static long vhost_iommu_set_config(struct vhost_iommu *v,
 	if (v->running || vhost_iommu_has_state(v)) {
 		/*
 		 * Only the guest-writable field may change now, or while
-		 * paused with domains, which were built under the config.  The config
-		 * may come as it was given or as GET_CONFIG read it back:
-		 * its zeros stood for the limits in effect since, whatever
-		 * the module parameters say now.
+		 * paused with domains, which were built under it.  The
+		 * config may come as it was given or as GET_CONFIG read it
+		 * back: its zeros stood for the limits in effect since,
+		 * whatever the module parameters say now.
 		 */
 		if (!vhost_iommu_same_config(&c, &v->cfg_given) &&
 		    !vhost_iommu_same_config(&c, &v->cfg)) {
@@ -541,7 +580,7 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 	case VHOST_IOMMU_GET_CONFIG:
 		mutex_lock(&v->lock);
 		ret = !v->configured ? -ENODATA :
-		      copy_to_user(argp, &v->cfg, sizeof(v->cfg)) ? -EFAULT : 0;
+		      vhost_iommu_config_to_user(&v->cfg, argp);
 		mutex_unlock(&v->lock);
 		break;
 	case VHOST_IOMMU_ADD_ENDPOINT:

@@ -24,6 +24,12 @@
 
 /**
  * struct vhost_iommu_config - the device configuration the guest sees
+ * @argsz: the size of the structure as the caller knows it, so that it can
+ *         grow: at least its first version's (88 bytes, else EINVAL); the
+ *         bytes of a larger one that this kernel does not know must be zero
+ *         (E2BIG).  GET_CONFIG writes no more than @argsz bytes and sets
+ *         @argsz to the size it knows
+ * @flags: zero (reserved)
  * @page_size_mask: page sizes; the lowest set bit is the granule, at least
  *                  4 KiB
  * @input_start: first IOVA a mapping may use
@@ -39,7 +45,6 @@
  * @max_domains: domains the guest may create (0: the module default, at
  *               most the max_domains module parameter); ATTACH answers
  *               NOMEM past it
- * @flags: zero (reserved)
  * @max_mappings: mappings over all domains (0: the module default, at most
  *                the max_mappings module parameter); MAP answers NOMEM past
  *                it
@@ -56,7 +61,6 @@
  *                 (VHOST_IOMMU_TABLE_FORMATS); GET_CONFIG says which.  Each
  *                 takes 16 bytes of @probe_size once the feature is
  *                 negotiated
- * @reserved0: zero
  * @reserved: zero
  *
  * The VMM mirrors @page_size_mask to @probe_size and @bypass into the
@@ -64,6 +68,8 @@
  * @bypass with VHOST_IOMMU_SET_CONFIG.
  */
 struct vhost_iommu_config {
+	__u32 argsz;
+	__u32 flags;
 	__u64 page_size_mask;
 	__u64 input_start;
 	__u64 input_end;
@@ -73,11 +79,9 @@ struct vhost_iommu_config {
 	__u8 bypass;
 	__u8 padding[3];
 	__u32 max_domains;
-	__u32 flags;
+	__u32 table_formats;
 	__u64 max_mappings;
 	__u64 max_table_pages;
-	__u32 table_formats;
-	__u32 reserved0;
 	__u64 reserved[2];
 };
 
@@ -237,8 +241,9 @@ struct vhost_iommu_translate {
  *
  * Reserved for later, so they keep their numbers: 0xA8 statistics.
  */
-#define VHOST_IOMMU_SET_CONFIG	_IOW(VHOST_VIRTIO, 0xA0, struct vhost_iommu_config)
-#define VHOST_IOMMU_GET_CONFIG	_IOR(VHOST_VIRTIO, 0xA1, struct vhost_iommu_config)
+/* Sized by their @argsz, not by the number, so that the structure can grow */
+#define VHOST_IOMMU_SET_CONFIG	_IO(VHOST_VIRTIO, 0xA0)
+#define VHOST_IOMMU_GET_CONFIG	_IO(VHOST_VIRTIO, 0xA1)
 #define VHOST_IOMMU_ADD_ENDPOINT _IOW(VHOST_VIRTIO, 0xA2, struct vhost_iommu_endpoint)
 #define VHOST_IOMMU_DEL_ENDPOINT _IOW(VHOST_VIRTIO, 0xA3, __u32)
 #define VHOST_IOMMU_SET_RUNNING	_IOW(VHOST_VIRTIO, 0xA4, __u32)

@@ -833,7 +833,7 @@ static int write_param(const char *path, unsigned long v)
  */
 TEST_F(viommu, config_again_after_module_parameter_change)
 {
-	struct vhost_iommu_config c = self->cfg, got;
+	struct vhost_iommu_config c = self->cfg, got = { .argsz = sizeof(got) };
 	unsigned long was = read_param(MAX_MAPPINGS_PARAM);
 	uint32_t one = 1;
 
@@ -855,6 +855,45 @@ TEST_F(viommu, config_again_after_module_parameter_change)
 	/* The limit in effect is the one the config was set with */
 	EXPECT_EQ(was, got.max_mappings);
 	EXPECT_EQ(0, write_param(MAX_MAPPINGS_PARAM, was));
+}
+
+/*
+ * The config is sized by its argsz: a VMM built against a larger
+ * structure passes its zeros, a kernel that knows fewer bytes refuses
+ * what it cannot honour, and GET_CONFIG writes no more than asked and
+ * says how much it knows.
+ */
+TEST_F(viommu, config_argsz)
+{
+	const size_t sz = sizeof(struct vhost_iommu_config);
+	union {
+		struct vhost_iommu_config c;
+		uint8_t b[sizeof(struct vhost_iommu_config) + 16];
+	} big;
+	struct vhost_iommu_config c = self->cfg;
+	uint32_t one = 1;
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
+	memset(&big, 0, sizeof(big));
+	big.c = self->cfg;
+	big.c.argsz = sizeof(big);
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &big));
+	big.b[sz + 3] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &big));
+	EXPECT_EQ(E2BIG, errno);
+	c.argsz = 87;
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &c));
+	EXPECT_EQ(EINVAL, errno);
+	/* GET_CONFIG: the bytes it knows, the rest untouched */
+	memset(&big, 0xa5, sizeof(big));
+	big.c.argsz = sizeof(big);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_GET_CONFIG, &big));
+	EXPECT_EQ(sz, big.c.argsz);
+	EXPECT_EQ(self->cfg.domain_end, big.c.domain_end);
+	EXPECT_EQ(0xa5, big.b[sz]);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }
 
 /* RESET drops every domain, stops the device and keeps the endpoints */

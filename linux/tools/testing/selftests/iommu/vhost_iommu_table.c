@@ -72,7 +72,7 @@ static int check_formats(struct __test_metadata *_metadata, uint8_t *p,
 TEST_F(viommu, table_probe_lists_formats)
 {
 	uint8_t *props = gpa_ptr(self->mem, GPA_BASE + OFF_RESP);
-	struct vhost_iommu_config c;
+	struct vhost_iommu_config c = { .argsz = sizeof(c) };
 	struct answer a;
 
 	/* Not negotiated: virtio 1.3's properties only */
@@ -113,7 +113,7 @@ TEST_F(viommu, table_config_errors)
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	c.table_formats = 0;
-	c.reserved0 = 1;
+	c.reserved[0] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
 	EXPECT_EQ(EINVAL, errno);
 	/* Room for endpoint 1's MSI region, not for it and three formats */

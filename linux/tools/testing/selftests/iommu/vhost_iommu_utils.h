@@ -295,6 +295,7 @@ static int open_dev(struct __test_metadata *_metadata)
 static void default_cfg(struct vhost_iommu_config *c)
 {
 	memset(c, 0, sizeof(*c));
+	c->argsz = sizeof(*c);
 	c->page_size_mask = ~(PG - 1);
 	c->input_start = 0;
 	c->input_end = (1ULL << 48) - 1;
