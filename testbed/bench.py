@@ -604,6 +604,43 @@ def vhost_table_rows(diags: list[str]) -> list[dict]:
     return [rows[b] for b in VHOST_BATCHES]
 
 
+# A TRANSLATE in a 4 KiB MAP against one in a 1 GiB MAP of 4 KiB pages
+# (vhost_iommu.c, bench_translate): a lookup's cost must not grow with the
+# mapping's size
+VHOST_TRANSLATE_LINE = re.compile(
+    r"bench-vhost-translate: mapping=(?P<mapping>\w+) translates=(?P<n>\d+) "
+    r"seconds=(?P<seconds>[0-9.]+) us_per_translate=(?P<us>[0-9.]+)")
+VHOST_TRANSLATE_MAPPINGS = ("4K", "1G")
+
+
+def vhost_translate_rows(diags: list[str]) -> list[dict]:
+    """Rows {mapping, translates, us_per_translate, vs_4k}."""
+    rows = {}
+    for d in diags:
+        m = VHOST_TRANSLATE_LINE.search(d)
+        if not m:
+            continue
+        if not int(m["n"]) or float(m["us"]) <= 0:
+            raise StepError(f"bench-vhost: an empty measurement: {d}")
+        rows[m["mapping"]] = {"mapping": m["mapping"], "translates": int(m["n"]),
+                              "us_per_translate": float(m["us"])}
+    missing = [k for k in VHOST_TRANSLATE_MAPPINGS if k not in rows]
+    if missing:
+        raise StepError(f"bench-vhost: no TRANSLATE line for mapping(s) {missing}")
+    small = rows["4K"]["us_per_translate"]
+    for r in rows.values():
+        r["vs_4k"] = round(r["us_per_translate"] / small, 3)
+    return [rows[k] for k in VHOST_TRANSLATE_MAPPINGS]
+
+
+def vhost_translate_table(rows: list[dict]) -> str:
+    out = [f"{'mapping':>8} {'translates':>11} {'us each':>9} {'vs 4K':>7}"]
+    for r in rows:
+        out.append(f"{r['mapping']:>8} {r['translates']:>11} "
+                   f"{r['us_per_translate']:>9.2f} {r['vs_4k']:>6.2f}x")
+    return "\n".join(out)
+
+
 def vhost_unmap_table(rows: list[dict]) -> str:
     out = [f"{'batch':>6} {'UNMAPs us/kick':>15} {'INVALIDATE us':>14} {'ratio':>7}"]
     for r in rows:
@@ -636,14 +673,18 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
         raise StepError(f"{sc.name} failed:\n{result.summary()}")
     rows = vhost_rows(bench.diagnostics())
     trows = vhost_table_rows(bench.diagnostics())
+    xrows = vhost_translate_rows(bench.diagnostics())
     paths.BENCH.mkdir(parents=True, exist_ok=True)
     out = paths.BENCH / "vhost.json"
     out.write_text(json.dumps(rows, indent=1) + "\n")
     tout = paths.BENCH / "vhost-table.json"
     tout.write_text(json.dumps(trows, indent=1) + "\n")
+    xout = paths.BENCH / "vhost-translate.json"
+    xout.write_text(json.dumps(xrows, indent=1) + "\n")
     print(vhost_table(rows))
     print(vhost_unmap_table(trows))
-    print(f"wrote {out} and {tout}")
+    print(vhost_translate_table(xrows))
+    print(f"wrote {out}, {tout} and {xout}")
     return out
 
 
