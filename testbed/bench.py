@@ -610,7 +610,7 @@ def vhost_table_rows(diags: list[str]) -> list[dict]:
 VHOST_TRANSLATE_LINE = re.compile(
     r"bench-vhost-translate: mapping=(?P<mapping>\w+) translates=(?P<n>\d+) "
     r"seconds=(?P<seconds>[0-9.]+) us_per_translate=(?P<us>[0-9.]+)")
-VHOST_TRANSLATE_MAPPINGS = ("4K", "1G")
+VHOST_TRANSLATE_MAPPINGS = ("4K", "4M", "1G")
 
 
 def vhost_translate_rows(diags: list[str]) -> list[dict]:

@@ -613,7 +613,8 @@ remove:
  * @reason: the virtio fault reason, when translation fails
  * @max: the most bytes from @t->iova the caller can use (U64_MAX: all):
  *       @t->size says how far the MAP goes, up to this, and the lookup
- *       goes no further
+ *       goes no further; nor further than VHOST_IOMMU_XLATE_SPAN, where
+ *       @t->size is then at least that span
  *
  * Return: 0, -ENODEV for an unknown endpoint, or -ENOENT / -EACCES with
  * @reason set.
@@ -624,7 +625,7 @@ int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 	struct vhost_iommu_domain *dom;
 	struct vhost_iommu_ep *ep;
 	struct gpt_leaf page;
-	u64 limit, end;
+	u64 limit, span, end;
 
 	lockdep_assert_held(&v->lock);
 	t->gpa = 0;
@@ -661,7 +662,15 @@ int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 	t->gpa = page.pa + (t->iova - page.iova);
 	/* The rest of the MAP is contiguous, with the same access */
 	limit = max - 1 <= U64_MAX - t->iova ? t->iova + max - 1 : U64_MAX;
-	end = min(gpt_marks_end(&dom->pt, &page, limit), limit);
+	/*
+	 * Following the MAP costs a step per page: follow it no further
+	 * than VHOST_IOMMU_XLATE_SPAN past @iova, so that a lookup in a
+	 * 1 GiB MAP of 4 KiB pages costs what one in a 4 KiB MAP does.  The
+	 * size is then at least that span, for a caller to ask again from.
+	 */
+	span = t->iova <= U64_MAX - (VHOST_IOMMU_XLATE_SPAN - 1) ?
+	       t->iova + VHOST_IOMMU_XLATE_SPAN - 1 : U64_MAX;
+	end = min(gpt_marks_end(&dom->pt, &page, min(limit, span)), limit);
 	t->size = end - t->iova + 1;
 	return 0;
 }

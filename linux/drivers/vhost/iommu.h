@@ -15,6 +15,7 @@
 #include <linux/generic_pt/gpt.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/vhost_iommu.h>
@@ -213,6 +214,9 @@ vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
 void vhost_iommu_join(struct vhost_iommu *v, struct vhost_iommu_ep *ep,
 		      struct vhost_iommu_domain *dom);
 void vhost_iommu_reset(struct vhost_iommu *v);
+/* How far a lookup follows a MAP past the address looked up */
+#define VHOST_IOMMU_XLATE_SPAN	SZ_256K
+
 int vhost_iommu_xlate(struct vhost_iommu *v, struct vhost_iommu_translate *t,
 		      u32 access, u8 *reason, u64 max);
 int vhost_iommu_dom_lookup(struct vhost_iommu_domain *dom, u64 iova,

@@ -176,8 +176,10 @@ struct vhost_iommu_endpoint {
  *         device bound to @endpoint, as the answer to its miss would
  * @iova: in: the input address
  * @gpa: out: the guest-physical address @iova maps to
- * @size: out: bytes from @iova to the end of its mapping (0 in bypass:
- *        the whole space)
+ * @size: out: bytes from @iova to the end of its mapping, or at least
+ *        256 KiB of it where it goes further (a lookup follows a mapping no
+ *        further, whatever its size: ask again from there); 0 in bypass,
+ *        the whole space
  * @perm: out: VHOST_IOMMU_PERM_*
  * @reserved: zero
  *
