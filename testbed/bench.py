@@ -641,6 +641,26 @@ def vhost_translate_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+# MAP+UNMAP pairs whose UNMAP frees the leaf table the MAP allocated,
+# against pairs whose table stays (vhost_iommu.c, bench_table_pairs)
+VHOST_TABLES_LINE = re.compile(
+    r"bench-vhost-tables: pairs=(?P<pairs>\d+) freed_us_per_pair=(?P<freed>[0-9.]+) "
+    r"kept_us_per_pair=(?P<kept>[0-9.]+) ratio=(?P<ratio>[0-9.]+)")
+
+
+def vhost_tables_row(diags: list[str]) -> dict:
+    """{pairs_a_kick, freed_us_per_pair, kept_us_per_pair, freed_vs_kept}."""
+    for d in diags:
+        m = VHOST_TABLES_LINE.search(d)
+        if m:
+            freed, kept = float(m["freed"]), float(m["kept"])
+            if freed <= 0 or kept <= 0:
+                raise StepError(f"bench-vhost: an empty measurement: {d}")
+            return {"pairs_a_kick": int(m["pairs"]), "freed_us_per_pair": freed,
+                    "kept_us_per_pair": kept, "freed_vs_kept": round(freed / kept, 3)}
+    raise StepError("bench-vhost: no table-pair line")
+
+
 def vhost_unmap_table(rows: list[dict]) -> str:
     out = [f"{'batch':>6} {'UNMAPs us/kick':>15} {'INVALIDATE us':>14} {'ratio':>7}"]
     for r in rows:
@@ -674,6 +694,7 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
     rows = vhost_rows(bench.diagnostics())
     trows = vhost_table_rows(bench.diagnostics())
     xrows = vhost_translate_rows(bench.diagnostics())
+    prow = vhost_tables_row(bench.diagnostics())
     paths.BENCH.mkdir(parents=True, exist_ok=True)
     out = paths.BENCH / "vhost.json"
     out.write_text(json.dumps(rows, indent=1) + "\n")
@@ -681,10 +702,15 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
     tout.write_text(json.dumps(trows, indent=1) + "\n")
     xout = paths.BENCH / "vhost-translate.json"
     xout.write_text(json.dumps(xrows, indent=1) + "\n")
+    pout = paths.BENCH / "vhost-tables.json"
+    pout.write_text(json.dumps(prow, indent=1) + "\n")
     print(vhost_table(rows))
     print(vhost_unmap_table(trows))
     print(vhost_translate_table(xrows))
-    print(f"wrote {out}, {tout} and {xout}")
+    print(f"MAP+UNMAP pairs, {prow['pairs_a_kick']} a kick: {prow['freed_us_per_pair']} us "
+          f"freeing the leaf table, {prow['kept_us_per_pair']} us keeping it "
+          f"({prow['freed_vs_kept']:.2f}x)")
+    print(f"wrote {out}, {tout}, {xout} and {pout}")
     return out
 
 

@@ -1619,4 +1619,98 @@ TEST_F_TIMEOUT(viommu, bench_translate, 600)
 	}
 }
 
+/*
+ * What freeing an emptied table costs an UNMAP: MAP+UNMAP pairs of one
+ * page, 128 pairs a kick, each pair in its own 2 MiB region. In the first
+ * row nothing else is mapped in the pair's region, so its MAP allocates
+ * the region's leaf table and its UNMAP frees it; in the second a page
+ * stays mapped in each region, and the table with it. Another page stays
+ * mapped in the same 1 GiB region in both: only the leaf table comes and
+ * goes.
+ */
+TEST_F_TIMEOUT(viommu, bench_table_pairs, 600)
+{
+	const char *env = getenv("VHOST_IOMMU_BENCH_SECONDS");
+	double secs = env && *env ? atof(env) : 0.2;
+	const uint64_t base = 1ULL << 32, region = 2ULL << 20;
+	const unsigned int pairs = BENCH_MAX / 2;
+	double us[2];
+	struct vq *vq = &self->rq;
+	unsigned int row, i;
+
+	big_request_queue(_metadata, self);
+	EXPECT_EQ(OK, attach(self, 1, 1, 0));
+	/* The 1 GiB region's neighbour page: its upper tables stay */
+	ASSERT_EQ(OK, map(self, 1, base + (1ULL << 30) - PG,
+			  base + (1ULL << 30) - 1, GPA_BASE, RW));
+	for (row = 0; row < 2; row++) {
+		uint8_t *st = gpa_ptr(self->mem, GPA_BASE + OFF_BRESP);
+		unsigned long done = 0;
+		struct timespec t0, t1;
+		double elapsed;
+
+		/* Second row: a page stays in each pair's region */
+		for (i = 0; row && i < pairs; i++)
+			ASSERT_EQ(OK, map(self, 1, base + i * region + region / 2,
+					  base + i * region + region / 2 + PG - 1,
+					  GPA_BASE, RW));
+		/*
+		 * Request 2k MAPs pair k's page, 2k + 1 UNMAPs it: set after
+		 * the single requests above, which use descriptors 0 and 1
+		 */
+		for (i = 0; i < BENCH_MAX; i++) {
+			uint64_t iova = base + (i / 2) * region;
+			uint8_t *q = breq(self->mem, i);
+
+			memset(q, 0, BREQ_SZ);
+			if (!(i & 1)) {
+				struct virtio_iommu_req_map *r = (void *)q;
+
+				r->head.type = VIRTIO_IOMMU_T_MAP;
+				r->domain = 1;
+				r->virt_start = iova;
+				r->virt_end = iova + PG - 1;
+				r->phys_start = GPA_BASE;
+				r->flags = RW;
+			} else {
+				struct virtio_iommu_req_unmap *r = (void *)q;
+
+				r->head.type = VIRTIO_IOMMU_T_UNMAP;
+				r->domain = 1;
+				r->virt_start = iova;
+				r->virt_end = iova + PG - 1;
+			}
+			vq->desc[2 * i] = (struct vring_desc){
+				GPA_BASE + OFF_BREQ + i * BREQ_SZ,
+				i & 1 ? sizeof(struct virtio_iommu_req_unmap) - 4 :
+					sizeof(struct virtio_iommu_req_map) - 4,
+				VRING_DESC_F_NEXT, 2 * i + 1 };
+			vq->desc[2 * i + 1] = (struct vring_desc){
+				GPA_BASE + OFF_BRESP + i * 4, 4, VRING_DESC_F_WRITE, 0 };
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			memset(st, 0xff, BENCH_MAX * 4);
+			for (i = 0; i < BENCH_MAX; i++)
+				vq->avail->ring[(uint16_t)(vq->avail_idx + i) %
+						vq->num] = 2 * i;
+			ASSERT_EQ(0, vq_kick_n(vq, BENCH_MAX));
+			ASSERT_EQ(0, vq_wait_used(vq, BENCH_MAX));
+			vq->used_idx += BENCH_MAX;
+			for (i = 0; i < BENCH_MAX; i++)
+				ASSERT_EQ(OK, st[i * 4]);
+			done += pairs;
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			elapsed = (t1.tv_sec - t0.tv_sec) +
+				  (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		} while (elapsed < secs);
+		us[row] = elapsed * 1e6 / done;
+		EXPECT_FALSE(mapped(self, 1, base));
+	}
+	printf("# bench-vhost-tables: pairs=%u freed_us_per_pair=%.2f ",
+	       pairs, us[0]);
+	printf("kept_us_per_pair=%.2f ratio=%.3f\n", us[1], us[0] / us[1]);
+	fflush(stdout);
+}
+
 TEST_HARNESS_MAIN
