@@ -541,6 +541,51 @@ static void gpt_test_marks(struct kunit *test)
 	gpt_test_teardown(&gt);
 }
 
+/*
+ * gpt_unmap() of a single page keeps its tables; gpt_unmap_prune() frees
+ * every one it leaves empty, up to the top, and none that holds a page.
+ */
+static void gpt_test_unmap_prune(struct kunit *test)
+{
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	struct gpt_test gt;
+	long one, both;
+	u64 g, a;
+
+	gpt_test_setup(test, &gt);
+	g = gt.min;
+	/* Far from 0: no table below the top in common */
+	a = (1ULL << (min_t(unsigned int,
+			    fls64(gpt_test_max_iova(gt.c)), 48) - 1)) + 7 * g;
+	/* AMD v1 grows its top to reach it: once, before counting */
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, 5 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_EXPECT_EQ(test, gpt_unmap_prune(&gt.t, a, g, &gt.gather), g);
+	gpt_test_sync(&gt);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, 0, 9 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	one = atomic_long_read(&gt.t.nr_tables);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, 5 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	both = atomic_long_read(&gt.t.nr_tables);
+	KUNIT_EXPECT_GT(test, both, one);
+
+	KUNIT_EXPECT_EQ(test, gpt_test_unmap(&gt, a, g), g);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&gt.t.nr_tables), both);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, 5 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_EXPECT_EQ(test, gpt_unmap_prune(&gt.t, a, g, &gt.gather), g);
+	gpt_test_sync(&gt);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, a, NULL, NULL, NULL), -ENOENT);
+	gpt_test_expect_map(&gt, 0, 9 * g, g, g);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&gt.t.nr_tables), one);
+	KUNIT_EXPECT_EQ(test, gpt_unmap_prune(&gt.t, 0, g, &gt.gather), g);
+	gpt_test_sync(&gt);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&gt.t.nr_tables), 1);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, 0, NULL, NULL, NULL), -ENOENT);
+	gpt_test_teardown(&gt);
+}
+
 static void gpt_test_bad_input(struct kunit *test)
 {
 	const struct gpt_test_cfg *c = test->param_value;
@@ -1213,6 +1258,7 @@ static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_prot, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_walk_sw, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_marks, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_unmap_prune, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_bad_input, gpt_cfgs_gen_params),
 	KUNIT_CASE(gpt_test_bad_cfg),
 	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),

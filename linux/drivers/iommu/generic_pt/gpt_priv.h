@@ -76,6 +76,7 @@ struct gpt_unmap_state {
 	struct iommu_iotlb_gather *gather;
 	bool cleared;
 	bool done;		/* range finished or stopped at a large page */
+	bool prune;		/* free the tables left empty (gpt_unmap_prune) */
 };
 
 /* A walk that visits leaves one by one, see PTN(visit_level) */

@@ -469,6 +469,12 @@ static bool PTN(gather_tree)(struct gpt_table *t, u64 *table,
 	return leaves;
 }
 
+/* Does @table (at @lvl, not the top) hold no entry at all? */
+static bool PTN(table_empty)(struct gpt_table *t, u64 *table, unsigned int lvl)
+{
+	return !memchr_inv(table, 0, sizeof(*table) << ptf_bits(t, lvl, false));
+}
+
 static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 			     unsigned int lvl, unsigned int bits)
 {
@@ -487,9 +493,15 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 			idx++;
 		} else if (lvl && ptf_is_table(t, pte, lvl)) {
 			if ((s->iova & (span - 1)) || s->left < span - 1) {
-				PTN(unmap_level)(s, ptf_table_va(t, pte),
-						 lvl - 1,
+				u64 *below = ptf_table_va(t, pte);
+
+				PTN(unmap_level)(s, below, lvl - 1,
 						 ptf_bits(t, lvl - 1, false));
+				if (s->prune &&
+				    PTN(table_empty)(t, below, lvl - 1)) {
+					WRITE_ONCE(table[idx], 0);
+					gpt_gather_table(t, below, s->gather);
+				}
 				if (s->done)
 					return;
 				idx++;
@@ -556,10 +568,12 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 static noinline size_t PTN(unmap_walk)(struct gpt_table *t, u64 *table,
 				       unsigned int lvl, unsigned int bits,
 				       u64 iova, u64 len,
-				       struct iommu_iotlb_gather *gather)
+				       struct iommu_iotlb_gather *gather,
+				       bool prune)
 {
 	struct gpt_unmap_state s = {
 		.t = t, .iova = iova, .left = len - 1, .gather = gather,
+		.prune = prune,
 	};
 
 	PTN(unmap_level)(&s, table, lvl, bits);
@@ -569,8 +583,8 @@ static noinline size_t PTN(unmap_walk)(struct gpt_table *t, u64 *table,
 	return s.iova - iova;
 }
 
-static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
-			 struct iommu_iotlb_gather *gather)
+static size_t PTN(unmap_common)(struct gpt_table *t, u64 iova, u64 len,
+				struct iommu_iotlb_gather *gather, bool prune)
 {
 	u64 min_size = 1ULL << ptf_shift(t, 0);
 	unsigned long top = READ_ONCE(t->top);
@@ -591,7 +605,8 @@ static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
 	table = gpt_top_table(top);
 	lvl = gpt_top_lvl(top);
 	bits = ptf_bits(t, lvl, true);
-	for (;;) {
+	/* Pruning looks at each table on the way back up: from the top */
+	while (!prune) {
 		unsigned int shift = ptf_shift(t, lvl);
 		u64 *ptep = &table[PTN(index)(t, iova, lvl, bits)];
 		u64 pte;
@@ -617,7 +632,19 @@ static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
 		lvl--;
 		bits = ptf_bits(t, lvl, false);
 	}
-	return PTN(unmap_walk)(t, table, lvl, bits, iova, len, gather);
+	return PTN(unmap_walk)(t, table, lvl, bits, iova, len, gather, prune);
+}
+
+static size_t PTN(unmap)(struct gpt_table *t, u64 iova, u64 len,
+			 struct iommu_iotlb_gather *gather)
+{
+	return PTN(unmap_common)(t, iova, len, gather, false);
+}
+
+static size_t PTN(unmap_prune)(struct gpt_table *t, u64 iova, u64 len,
+			       struct iommu_iotlb_gather *gather)
+{
+	return PTN(unmap_common)(t, iova, len, gather, true);
 }
 
 /*
@@ -940,6 +967,7 @@ static void PTN(deinit)(struct gpt_table *t)
 static const struct gpt_ops PTN(ops) = {
 	.map = PTN(map),
 	.unmap = PTN(unmap),
+	.unmap_prune = PTN(unmap_prune),
 	.lookup = PTN(lookup),
 	.cut = PTN(cut),
 	.read_and_clear_dirty = PTN(read_and_clear_dirty),

@@ -56,6 +56,7 @@ typedef int (*gpt_leaf_fn)(const struct gpt_leaf *leaf, void *arg);
  * struct gpt_ops - per-format instance of the generic algorithms
  * @map: see gpt_map()
  * @unmap: see gpt_unmap()
+ * @unmap_prune: see gpt_unmap_prune()
  * @lookup: see gpt_lookup()
  * @cut: see gpt_cut()
  * @read_and_clear_dirty: see gpt_read_and_clear_dirty()
@@ -70,6 +71,8 @@ struct gpt_ops {
 		   int prot, gfp_t gfp, size_t *mapped);
 	size_t (*unmap)(struct gpt_table *t, u64 iova, u64 len,
 			struct iommu_iotlb_gather *gather);
+	size_t (*unmap_prune)(struct gpt_table *t, u64 iova, u64 len,
+			      struct iommu_iotlb_gather *gather);
 	int (*lookup)(struct gpt_table *t, u64 iova, phys_addr_t *pa,
 		      u64 *leaf_size, u64 **ptepp);
 	int (*cut)(struct gpt_table *t, u64 iova, gfp_t gfp);
@@ -304,6 +307,30 @@ static inline size_t gpt_unmap(struct gpt_table *t, u64 iova, u64 len,
 			       struct iommu_iotlb_gather *gather)
 {
 	return t->ops->unmap(t, iova, len, gather);
+}
+
+/**
+ * gpt_unmap_prune() - unmap a range and free the tables it leaves empty
+ * @t: the table
+ * @iova: as for gpt_unmap()
+ * @len: as for gpt_unmap()
+ * @gather: as for gpt_unmap(); also receives every table below the top
+ *          that the unmap left without an entry
+ *
+ * gpt_unmap() frees only the tables whose whole span is in the range, so
+ * single pages mapped and unmapped all over a large space leave empty
+ * tables behind.  This variant looks at each table the range covered in
+ * part once its entries are cleared, and frees it (and so on up) when no
+ * entry is left: one scan of a table per level the range goes down,
+ * where a caller's own search for empty spans walks them entry by entry.
+ * Same rules as gpt_unmap() otherwise.
+ *
+ * Return: as for gpt_unmap().
+ */
+static inline size_t gpt_unmap_prune(struct gpt_table *t, u64 iova, u64 len,
+				     struct iommu_iotlb_gather *gather)
+{
+	return t->ops->unmap_prune(t, iova, len, gather);
 }
 
 /**
