@@ -26,40 +26,9 @@
 /* The pages of a MAP without access */
 #define VHOST_IOMMU_SW_NONE		GPT_SW_USER
 
-/* AMD v1: a leaf table spans 2 MiB, each level up 512 times more */
-#define VHOST_IOMMU_PT_LEAF_SHIFT	21
-#define VHOST_IOMMU_PT_LEVEL_BITS	9
-
 static u64 vhost_iommu_granule(struct vhost_iommu *v)
 {
 	return v->cfg.page_size_mask & -v->cfg.page_size_mask;
-}
-
-/*
- * Free the tables around @iova that hold nothing any more.  gpt_unmap()
- * only frees a table whose whole span it unmaps, so unmapping part of a
- * table's span (one page, or the edges of a range) leaves the table in
- * place even when nothing is left in it, and the budget would count it
- * for as long as the domain lives.  Going up from the leaf table's span:
- * while nothing is mapped in the span, unmapping the whole span frees its
- * table; the first span that still maps something ends the walk.  Tables
- * hold nothing empty once this ran after each UNMAP, so each check stops
- * at its first entry in use.
- */
-static void vhost_iommu_pt_prune(struct vhost_iommu_domain *dom, u64 iova,
-				 struct iommu_iotlb_gather *gather)
-{
-	unsigned int shift;
-	u64 span, first;
-
-	for (shift = VHOST_IOMMU_PT_LEAF_SHIFT; shift < 64;
-	     shift += VHOST_IOMMU_PT_LEVEL_BITS) {
-		span = 1ULL << shift;
-		first = iova & ~(span - 1);
-		if (gpt_marks_any(&dom->pt, first, first + span - 1))
-			return;
-		gpt_unmap(&dom->pt, first, span, gather);
-	}
 }
 
 /*
@@ -75,15 +44,16 @@ static void vhost_iommu_pt_clear(struct vhost_iommu *v,
 	u64 len = last - iova + 1;
 
 	iommu_iotlb_gather_init(&gather);
-	/* A length cannot say 2^64: the lower half goes first */
+	/*
+	 * The tables the unmap leaves empty go too: the budget counts
+	 * them for as long as the domain lives.  A length cannot say
+	 * 2^64: the lower half goes first.
+	 */
 	if (!len) {
-		gpt_unmap(&dom->pt, 0, BIT_ULL(63), &gather);
+		gpt_unmap_prune(&dom->pt, 0, BIT_ULL(63), &gather);
 		len = BIT_ULL(63);
 	}
-	gpt_unmap(&dom->pt, last - len + 1, len, &gather);
-	vhost_iommu_pt_prune(dom, iova, &gather);
-	if ((iova ^ last) >> VHOST_IOMMU_PT_LEAF_SHIFT)
-		vhost_iommu_pt_prune(dom, last, &gather);
+	gpt_unmap_prune(&dom->pt, last - len + 1, len, &gather);
 	/* Nothing walks this table but us: free right away. */
 	gpt_free_gathered(&gather);
 	v->nr_table_pages += atomic_long_read(&dom->pt.nr_tables) - tables;
