@@ -576,6 +576,11 @@ def vhost_rows(diags: list[str]) -> list[dict]:
     return [rows[b] for b in VHOST_BATCHES]
 
 
+def _matches(diags: list[str], line: re.Pattern) -> list[re.Match]:
+    """The matches of @line among a step's diagnostic lines."""
+    return [m for m in map(line.search, diags) if m]
+
+
 # The page-table row (vhost_iommu_table.c, bench_invalidate): what unmapping
 # a batch costs a kick, UNMAPs against one INVALIDATE of the guest's table
 VHOST_TABLE_LINE = re.compile(
@@ -586,13 +591,10 @@ VHOST_TABLE_LINE = re.compile(
 def vhost_table_rows(diags: list[str]) -> list[dict]:
     """Rows {batch, unmap_us, invalidate_us, invalidate_vs_unmap}."""
     rows = {}
-    for d in diags:
-        m = VHOST_TABLE_LINE.search(d)
-        if not m:
-            continue
+    for m in _matches(diags, VHOST_TABLE_LINE):
         unmap, inval = float(m["unmap"]), float(m["inval"])
         if not int(m["rounds"]) or unmap <= 0 or inval <= 0:
-            raise StepError(f"bench-vhost: an empty measurement: {d}")
+            raise StepError(f"bench-vhost: an empty measurement: {m[0]}")
         rows[int(m["batch"])] = {
             "batch": int(m["batch"]), "unmap_us": unmap,
             "invalidate_us": inval,
@@ -616,12 +618,9 @@ VHOST_TRANSLATE_MAPPINGS = ("4K", "4M", "1G")
 def vhost_translate_rows(diags: list[str]) -> list[dict]:
     """Rows {mapping, translates, us_per_translate, vs_4k}."""
     rows = {}
-    for d in diags:
-        m = VHOST_TRANSLATE_LINE.search(d)
-        if not m:
-            continue
+    for m in _matches(diags, VHOST_TRANSLATE_LINE):
         if not int(m["n"]) or float(m["us"]) <= 0:
-            raise StepError(f"bench-vhost: an empty measurement: {d}")
+            raise StepError(f"bench-vhost: an empty measurement: {m[0]}")
         rows[m["mapping"]] = {"mapping": m["mapping"], "translates": int(m["n"]),
                               "us_per_translate": float(m["us"])}
     missing = [k for k in VHOST_TRANSLATE_MAPPINGS if k not in rows]
@@ -650,14 +649,12 @@ VHOST_TABLES_LINE = re.compile(
 
 def vhost_tables_row(diags: list[str]) -> dict:
     """{pairs_a_kick, freed_us_per_pair, kept_us_per_pair, freed_vs_kept}."""
-    for d in diags:
-        m = VHOST_TABLES_LINE.search(d)
-        if m:
-            freed, kept = float(m["freed"]), float(m["kept"])
-            if freed <= 0 or kept <= 0:
-                raise StepError(f"bench-vhost: an empty measurement: {d}")
-            return {"pairs_a_kick": int(m["pairs"]), "freed_us_per_pair": freed,
-                    "kept_us_per_pair": kept, "freed_vs_kept": round(freed / kept, 3)}
+    for m in _matches(diags, VHOST_TABLES_LINE):
+        freed, kept = float(m["freed"]), float(m["kept"])
+        if freed <= 0 or kept <= 0:
+            raise StepError(f"bench-vhost: an empty measurement: {m[0]}")
+        return {"pairs_a_kick": int(m["pairs"]), "freed_us_per_pair": freed,
+                "kept_us_per_pair": kept, "freed_vs_kept": round(freed / kept, 3)}
     raise StepError("bench-vhost: no table-pair line")
 
 
