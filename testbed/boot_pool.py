@@ -39,7 +39,6 @@ class BootPool:
         self._results: dict[Hashable, object] = {}
         self._errors: dict[Hashable, BaseException] = {}
         self._planned: dict[Hashable, tuple[Callable[[], object], int]] = {}
-        self._dispatcher: threading.Thread | None = None
 
     def plan(self, jobs: list[tuple[Hashable, Callable[[], object], bool]]) -> None:
         """Start @jobs, (key, function, solo) in the order given, in the background."""
@@ -48,9 +47,7 @@ class BootPool:
             if key not in self._planned:
                 self._planned[key] = (fn, self.jobs if solo else 1)
                 order.append(key)
-        self._dispatcher = threading.Thread(target=self._dispatch, args=(order,),
-                                            daemon=True)
-        self._dispatcher.start()
+        threading.Thread(target=self._dispatch, args=(order,), daemon=True).start()
 
     def _dispatch(self, order: list[Hashable]) -> None:
         for key in order:

@@ -23,7 +23,6 @@ PATCHES = paths.ROOT / "qemu" / "patches"
 TOP = paths.BUILD / "qemu"
 SRC = TOP / "src"           # the patched source; unchanged files keep their mtimes
 OBJ = TOP / "obj"           # meson/ninja build directory
-STAMP = TOP / "stamp"       # what the last build was made from
 # The source package of the installed system emulator
 PACKAGE = "qemu-system-arm"
 
@@ -176,13 +175,8 @@ def build(names: list[str] | None = None) -> list[Path]:
             run([SRC / "configure", *CONFIGURE], cwd=OBJ,
                 log=paths.LOGS / "qemu-configure.log")
             configured.write_text(" ".join(CONFIGURE))
-        if not STAMP.exists() or STAMP.read_text() != stamp:
-            # A new source: every emulator built from the old one is stale
-            for name in TARGETS.values():
-                _exe_stamp(name).unlink(missing_ok=True)
         run(["ninja", "-j2", *(e.name for e in exes)], cwd=OBJ,
             log=paths.LOGS / "qemu-build.log")
-        STAMP.write_text(stamp)
         for e in exes:
             _exe_stamp(e.name).write_text(stamp)
     return exes

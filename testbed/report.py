@@ -17,10 +17,11 @@ their modes, and L2's driver's counters.
 from __future__ import annotations
 
 import re
-import threading
 import time
+from functools import partial
 
 from . import boot, initramfs, kernel, qemu_build, tree
+from .boot_pool import BootPool, default_jobs
 from .shell import step
 
 RUN = ("x86_64-run-map-unmap", "x86_64-run-page-table")
@@ -205,26 +206,13 @@ def main() -> int:
     from .scenarios import RUN_SCENARIOS
 
     build_s = build("x86_64", True)
-    results: dict[str, boot.Result] = {}
-    errors: list[BaseException] = []
-
-    def one(name: str) -> None:
-        try:
-            results[name] = boot.run_scenario(RUN_SCENARIOS[name])
-        except BaseException as exc:   # reported below, after both ended
-            errors.append(exc)
-
-    # Two boots side by side: each keeps about one CPU busy (boot_pool.py)
+    # Two boots side by side: each keeps about one CPU busy
+    pool = BootPool(default_jobs())
+    pool.plan([(n, partial(boot.run_scenario, RUN_SCENARIOS[n]), False) for n in RUN])
     with step(f"boot {' and '.join(RUN)}"):
-        threads = [threading.Thread(target=one, args=(n,)) for n in RUN]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    if errors:
-        raise errors[0]
-    print(render([results[n] for n in RUN], build_s))
-    return 0 if all(r.ok for r in results.values()) else 1
+        results = [pool.result(n, None) for n in RUN]
+    print(render(results, build_s))
+    return 0 if all(r.ok for r in results) else 1
 
 
 # make run-vhost: the nested bed's vhost-iommu scenario
