@@ -3,7 +3,8 @@
 # The stress scenarios set TB_STRESS_EDU_OPS (its stress test's length) and
 # TB_STRESS_NEED_HUGE (2 MiB mappings must be huge-page backed); TB_IOMMU_GRANULE,
 # where set, is the smallest IOMMU page size VFIO must report; TB_EDU_FAIL_QUEUE,
-# the IOMMU driver's fault attribute that makes an UNMAP fail once.
+# the IOMMU driver's fault attribute that makes an UNMAP fail once;
+# TB_EDU_REPLAY_MAPS, how many mappings a filled domain replays at its attach.
 modprobe vfio-pci || echo "# modprobe vfio-pci failed"
 export EDU_FAULT_PATTERN="$TB_FAULT_PATTERN"
 export EDU_STRESS_OPS="$TB_STRESS_EDU_OPS"
@@ -11,4 +12,5 @@ export EDU_STRESS_SEED="$TB_STRESS_SEED"
 export EDU_STRESS_NEED_HUGE="$TB_STRESS_NEED_HUGE"
 export EDU_IOMMU_GRANULE="$TB_IOMMU_GRANULE"
 export EDU_FAIL_QUEUE="$TB_EDU_FAIL_QUEUE"
+export EDU_REPLAY_MAPS="$TB_EDU_REPLAY_MAPS"
 exec /bin/vfio_edu_dma

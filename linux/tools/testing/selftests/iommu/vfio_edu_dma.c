@@ -28,7 +28,9 @@
  * The edu_iommufd tests drive the same device through iommufd and the VFIO
  * device cdev instead: attaches of the device to a populated address space
  * while another thread unmaps and maps in it (EDU_CHURN_ROUNDS rounds),
- * each checked by DMA, then no translation may survive an unmap.
+ * each checked by DMA, then no translation may survive an unmap; and an
+ * attach to a domain filled with EDU_REPLAY_MAPS mappings, which must not
+ * keep interrupts off for long (the irqsoff tracer measures it).
  *
  * EDU_FAIL_QUEUE, the IOMMU driver's fault attribute (debugfs) that fails
  * queueing a request, lets a test make an UNMAP fail once.
@@ -1014,6 +1016,112 @@ TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
 	}
 	ASSERT_EQ(0, edu_detach(self->device));
 	free(expect);
+}
+
+/*
+ * A domain that iommufd filled before the device's attach: an IOMMU driver
+ * that sends mappings to a device (virtio-iommu in MAP/UNMAP mode) replays
+ * every one of them at the attach, and must not keep interrupts off while
+ * it waits for the device, however many there are. EDU_REPLAY_MAPS 4 KiB
+ * mappings (unset: the test skips), all of one page; the irqsoff tracer
+ * takes the longest stretch with interrupts off across the attach, which
+ * must stay under EDU_IRQSOFF_MAX_US (a kernel without the tracer skips).
+ * DMA then checks that a mapping far into the replay reached the device.
+ */
+#define IOVA_REPLAY		0x02200000UL	/* above the churned areas */
+#define EDU_DMA_LIMIT		0x10000000UL	/* the edu's 28 address bits */
+#define IRQSOFF_MAX_US_DEFAULT	200000
+#define TRACEFS			"/sys/kernel/tracing"
+
+static bool irqsoff_tracer(void)
+{
+	char buf[4096] = "";
+	int fd = open(TRACEFS "/available_tracers", O_RDONLY);
+
+	if (fd < 0)
+		return false;
+	if (read(fd, buf, sizeof(buf) - 1) < 0)
+		buf[0] = 0;
+	close(fd);
+	return strstr(buf, "irqsoff");
+}
+
+static long read_long(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -EIO;
+}
+
+TEST_F_TIMEOUT(edu_iommufd, attach_replays_with_interrupts_on, 1200)
+{
+	unsigned long n = env_ulong("EDU_REPLAY_MAPS", 0);
+	unsigned long max_us = env_ulong("EDU_IRQSOFF_MAX_US",
+					 IRQSOFF_MAX_US_DEFAULT);
+	struct iommu_hwpt_alloc hwpt = { .size = sizeof(hwpt) };
+	struct iommu_destroy destroy = { .size = sizeof(destroy) };
+	unsigned long i, checked;
+	uint8_t *page;
+	long irqsoff_us;
+
+	if (!n)
+		SKIP(return, "EDU_REPLAY_MAPS unset");
+	if (!irqsoff_tracer())
+		SKIP(return, "no irqsoff tracer (CONFIG_IRQSOFF_TRACER)");
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memset(page, 0, 4096);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, ioas_map(self->iommufd, self->ioas, page,
+				      IOVA_REPLAY + i * 4096, 4096))
+			TH_LOG("mapping %lu: %s", i, strerror(errno));
+
+	/* Filled now, with no device attached: nothing sent yet */
+	hwpt.dev_id = self->dev_id;
+	hwpt.pt_id = self->ioas;
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_HWPT_ALLOC, &hwpt))
+		TH_LOG("IOMMU_HWPT_ALLOC: %s", strerror(errno));
+	ASSERT_EQ(0, write_str(TRACEFS "/current_tracer", "irqsoff"));
+	ASSERT_EQ(0, write_str(TRACEFS "/tracing_max_latency", "0"));
+	ASSERT_EQ(0, write_str(TRACEFS "/tracing_on", "1"));
+	ASSERT_EQ(0, edu_attach(self->device, hwpt.out_hwpt_id))
+		TH_LOG("attach: %s", strerror(errno));
+	irqsoff_us = read_long(TRACEFS "/tracing_max_latency");
+	write_str(TRACEFS "/current_tracer", "nop");
+
+	/* Area 0's data, through the edu, into the last page it can reach */
+	checked = n - 1;
+	if (IOVA_REPLAY + n * 4096 > EDU_DMA_LIMIT)
+		checked = (EDU_DMA_LIMIT - IOVA_REPLAY) / 4096 - 1;
+	fill(self->mem, EDU_MAX_XFER, 77);
+	ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER,
+			     EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, IOVA_REPLAY + checked * 4096,
+			     EDU_MAX_XFER, true));
+	ASSERT_EQ(0, memcmp(self->mem, page, EDU_MAX_XFER))
+		TH_LOG("mapping %lu of %lu was not replayed", checked, n);
+
+	/* Detached first, so that the unmaps send nothing */
+	ASSERT_EQ(0, edu_detach(self->device));
+	ASSERT_EQ(0, ioas_unmap(self->iommufd, self->ioas, IOVA_REPLAY, n * 4096));
+	destroy.id = hwpt.out_hwpt_id;
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_DESTROY, &destroy));
+	munmap(page, 4096);
+
+	ASSERT_LE(0, irqsoff_us) TH_LOG("tracing_max_latency: %s",
+					strerror(-irqsoff_us));
+	TH_LOG("%lu mappings replayed; interrupts off for at most %ld us",
+	       n, irqsoff_us);
+	ASSERT_GE(max_us, (unsigned long)irqsoff_us)
+		TH_LOG("interrupts off for %ld us (at most %lu)", irqsoff_us,
+		       max_us);
 }
 
 /*
