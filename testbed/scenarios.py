@@ -441,6 +441,13 @@ _ALL = (
              "VHOST_IOMMU_DEL_RACE_SECONDS": "10", "VHOST_IOMMU_CLOSE_ROUNDS": "20",
              **COMBINE_CHECK, "TB_BENCH_SET_GROUP": "DMA",
              "TB_BENCH_EXPECT_COMBINE": "combine_waits"}),
+    # DMA-API debugging tells the sizes of the NIC's live mappings
+    _sc("x86_64-virtio-iommu-bounce-debug",
+        "virtio-net where the DMA API bounces (swiotlb=force, identity "
+        "domain), on the debug kernel: receive buffers mapped one by one, "
+        "never a whole page fragment",
+        "q35-virtio-iommu", "x86_64-debug", ("net-rx-frag-bounce",),
+        devices=("net",), append="iommu.passthrough=1 swiotlb=force"),
     _sc("x86_64-vhost-iommu",
         "vhost-iommu: the selftests play VMM and guest against /dev/vhost-iommu",
         "q35", "x86_64", ("vhost-iommu",)),
