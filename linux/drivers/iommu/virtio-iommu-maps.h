@@ -14,8 +14,8 @@
  * Kept apart from the driver so that KUnit can check it on any
  * architecture. The locking is the table's: none. Calls on disjoint ranges
  * may run at once, as the DMA API makes them, and look at nothing outside
- * their range; viommu_maps_replay() walks the whole table and needs that
- * nothing maps or unmaps meanwhile (the driver's replay lock).
+ * their range; viommu_maps_replay() walks the table from an address on and
+ * needs that nothing maps or unmaps meanwhile (the driver's replay lock).
  */
 #ifndef _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
 #define _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H
@@ -270,6 +270,7 @@ static inline int viommu_maps_error(struct viommu_maps *m, u64 start, u64 last)
 struct viommu_maps_replay {
 	viommu_map_fn fn;
 	void *arg;
+	u64 from;
 	u64 start;
 	phys_addr_t pa;
 	int prot;
@@ -291,24 +292,31 @@ static inline int viommu_maps_replay_page(const struct gpt_leaf *leaf,
 	if (!r->open || !(leaf->sw & GPT_SW_LAST))
 		return 0;
 	r->open = false;
+	/* A MAP the walk entered in its middle began before @from */
+	if (r->start < r->from)
+		return 0;
 	return r->fn(r->start, leaf->iova + leaf->size - 1, r->pa, r->prot,
 		     r->arg);
 }
 
 /**
- * viommu_maps_replay() - call @fn for each MAP, in address order
+ * viommu_maps_replay() - call @fn for each MAP from @from on, in address order
  * @m: the domain's MAPs
+ * @from: where to start: MAPs that begin below it are left out, also one
+ *        that runs across it
  * @fn: called with each MAP as it was recorded
  * @arg: passed to @fn
  *
  * Return: 0, or what @fn returned when it stopped the replay.
  */
-static inline int viommu_maps_replay(struct viommu_maps *m, viommu_map_fn fn,
-				     void *arg)
+static inline int viommu_maps_replay(struct viommu_maps *m, u64 from,
+				     viommu_map_fn fn, void *arg)
 {
-	struct viommu_maps_replay r = { .fn = fn, .arg = arg };
+	struct viommu_maps_replay r = { .fn = fn, .arg = arg, .from = from };
 
-	return gpt_walk(&m->table, 0, VIOMMU_TABLE_LAST + 1,
+	if (from > VIOMMU_TABLE_LAST)
+		return 0;
+	return gpt_walk(&m->table, from, VIOMMU_TABLE_LAST + 1 - from,
 			viommu_maps_replay_page, &r);
 }
 

@@ -1019,6 +1019,12 @@ static void viommu_test_maps_replay(struct kunit *test)
 		  VIOMMU_TEST_RW | IOMMU_MMIO },
 		{ SZ_1G, SZ_2G - 1, SZ_1G, VIOMMU_TEST_RW },
 	};
+	static const struct {
+		u64 from;
+		unsigned int n;
+	} inside[] = {
+		{ 0x3000, 2 }, { SZ_2M + SZ_4K, 1 }, { SZ_4M, 1 },
+	};
 	struct viommu_test_replayed r = {};
 	struct viommu_maps m;
 	unsigned int i;
@@ -1029,7 +1035,7 @@ static void viommu_test_maps_replay(struct kunit *test)
 						      want[i].last, want[i].pa,
 						      want[i].prot, GFP_KERNEL),
 				0);
-	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, viommu_test_replay_fn,
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, 0, viommu_test_replay_fn,
 						 &r), 0);
 	KUNIT_ASSERT_EQ(test, r.n, ARRAY_SIZE(want));
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
@@ -1039,9 +1045,29 @@ static void viommu_test_maps_replay(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, r.prot[i], want[i].prot);
 	}
 	r = (struct viommu_test_replayed){ .stop = 2 };
-	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, viommu_test_replay_fn,
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, 0, viommu_test_replay_fn,
 						 &r), 7);
 	KUNIT_EXPECT_EQ(test, r.n, 2U);
+
+	/* From the end of one MAP: the next one on */
+	r = (struct viommu_test_replayed){};
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, 0x2000,
+						 viommu_test_replay_fn, &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, 3U);
+	KUNIT_EXPECT_EQ(test, r.start[0], 0x2000ULL);
+
+	/*
+	 * From inside a MAP, in one of its pages or in its 2 MiB block: that
+	 * MAP is left out
+	 */
+	for (i = 0; i < ARRAY_SIZE(inside); i++) {
+		r = (struct viommu_test_replayed){};
+		KUNIT_EXPECT_EQ(test, viommu_maps_replay(&m, inside[i].from,
+							 viommu_test_replay_fn,
+							 &r), 0);
+		KUNIT_ASSERT_EQ(test, r.n, inside[i].n);
+		KUNIT_EXPECT_EQ(test, r.start[r.n - 1], (u64)SZ_1G);
+	}
 	viommu_test_maps_done(test, &m);
 }
 

@@ -197,11 +197,13 @@ static size_t viommu_del_mappings(struct viommu_domain *vdomain, u64 start,
 	return removed;
 }
 
-static int viommu_replay_one(u64 start, u64 last, phys_addr_t pa, int prot,
-			     void *vdomain)
+/*
+ * Does the device hold a MAP of @vdomain that starts at @iova? The replay
+ * lock held (or the mutex, which keeps a replay out).
+ */
+static bool viommu_device_holds(struct viommu_domain *vdomain, u64 iova)
 {
-	return viommu_queue_map(vdomain, start, last, pa,
-				viommu_prot_flags(prot));
+	return vdomain->nr_endpoints && iova < vdomain->replayed_to;
 }
 
 /* Change the endpoint count that map_pages() and unmap_pages() read */
@@ -214,32 +216,72 @@ static void viommu_set_endpoints(struct viommu_domain *vdomain, unsigned int n)
 	write_unlock_irqrestore(&vdomain->replay_lock, flags);
 }
 
+/* One batch of a replay: at most @left MAPs, queued up to @next */
+struct viommu_replay_batch {
+	struct viommu_domain	*vdomain;
+	unsigned int		left;
+	u64			next;
+};
+
+#define VIOMMU_REPLAY_FULL	1
+
+static int viommu_replay_one(u64 start, u64 last, phys_addr_t pa, int prot,
+			     void *arg)
+{
+	struct viommu_replay_batch *b = arg;
+	int ret;
+
+	if (!b->left)
+		return VIOMMU_REPLAY_FULL;
+	ret = viommu_queue_map(b->vdomain, start, last, pa,
+			       viommu_prot_flags(prot));
+	if (ret)
+		return ret;
+	b->left--;
+	b->next = last + 1;
+	return 0;
+}
+
 /*
  * Send the domain's mappings again and count its first endpoint: the
- * device dropped them when the domain's last endpoint left it. Batched: one
- * kick for the lot. vdomain->mutex held.
+ * device dropped them when the domain's last endpoint left it.
+ * vdomain->mutex held.
  *
  * Someone may map and unmap through the domain meanwhile (iommufd attaches
  * a device to a populated domain while another thread unmaps). The replay
- * lock keeps them out while the table is walked, its MAPs queued and the
- * endpoint counted: each of their changes is then either in the replay or
- * sent by themselves once they see the endpoint, never lost nor sent twice,
- * and no table page they free can be under the walk. Interrupts are off for
- * the walk, which is long only for a domain with many MAPs, and that is a
- * VFIO or iommufd domain attached once.
+ * goes in address order, a batch of MAPs at a time: the replay lock keeps
+ * them out while a batch is walked and queued and the point it reached
+ * (replayed_to) moves past it. A change below that point is sent by whoever
+ * makes it, one above it is in the table when the replay gets there: never
+ * lost nor sent twice, and no table page they free can be under a walk.
+ * Interrupts are off for a batch only; the device answers each batch with
+ * the lock dropped, so that a domain holding many MAPs (an iommufd domain
+ * filled before its first attach) does not keep a CPU from its interrupts
+ * for as many round trips.
  */
 static int viommu_replay_mappings(struct viommu_domain *vdomain)
 {
+	struct viommu_replay_batch b = { .vdomain = vdomain };
+	unsigned int batch = max(vdomain->viommu->nr_slots / 2, 1U);
 	unsigned long flags;
 	int ret;
 
 	write_lock_irqsave(&vdomain->replay_lock, flags);
-	ret = viommu_maps_replay(&vdomain->maps, viommu_replay_one, vdomain);
-	if (!ret)
-		vdomain->nr_endpoints = 1;
+	vdomain->replayed_to = 0;
+	vdomain->nr_endpoints = 1;
 	write_unlock_irqrestore(&vdomain->replay_lock, flags);
-	if (!ret)
-		ret = viommu_sync(vdomain->viommu, true, false);
+	do {
+		b.left = batch;
+		write_lock_irqsave(&vdomain->replay_lock, flags);
+		ret = viommu_maps_replay(&vdomain->maps, vdomain->replayed_to,
+					 viommu_replay_one, &b);
+		if (ret >= 0)
+			vdomain->replayed_to = ret ? b.next : U64_MAX;
+		write_unlock_irqrestore(&vdomain->replay_lock, flags);
+		if (ret < 0)
+			break;
+		ret = viommu_sync(vdomain->viommu, true, false) ?: ret;
+	} while (ret == VIOMMU_REPLAY_FULL);
 	if (!ret)
 		ret = viommu_maps_error(&vdomain->maps, 0, VIOMMU_TABLE_LAST);
 	if (ret)
@@ -544,6 +586,7 @@ static struct viommu_domain *viommu_domain_new(void)
 		goto err_counts;
 	mutex_init(&vdomain->mutex);
 	rwlock_init(&vdomain->replay_lock);
+	vdomain->replayed_to = U64_MAX;
 	INIT_LIST_HEAD(&vdomain->list);
 	spin_lock_init(&vdomain->limbo_lock);
 	INIT_LIST_HEAD(&vdomain->limbo);
@@ -876,8 +919,9 @@ out_attached:
 }
 
 /*
- * Record a MAP and queue it if the device holds the domain's MAPs (without
- * endpoints it has none: the first one's attach replays them). The replay
+ * Record a MAP and queue it if the device holds the domain's MAPs there
+ * (without endpoints it has none: the first one's attach replays them, and
+ * a replay under way sends those above the point it reached). The replay
  * lock held for reading, or vdomain->mutex.
  */
 static int viommu_map_locked(struct viommu_domain *vdomain, u64 iova,
@@ -887,7 +931,7 @@ static int viommu_map_locked(struct viommu_domain *vdomain, u64 iova,
 	int ret;
 
 	ret = viommu_add_mapping(vdomain, iova, last, paddr, prot, gfp);
-	if (ret || !vdomain->nr_endpoints)
+	if (ret || !viommu_device_holds(vdomain, iova))
 		return ret;
 	ret = viommu_queue_map(vdomain, iova, last, paddr,
 			       viommu_prot_flags(prot));
@@ -958,7 +1002,7 @@ static size_t viommu_unmap_pages(struct iommu_domain *domain,
 	 * cannot be queued unmaps nothing: the caller must not free pages
 	 * the device still translates to.
 	 */
-	if (vdomain->nr_endpoints) {
+	if (viommu_device_holds(vdomain, iova)) {
 		ret = viommu_queue_unmap(vdomain, iova, end);
 		if (ret) {
 			dev_err_ratelimited(vdomain->viommu->dev,

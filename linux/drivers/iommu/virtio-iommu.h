@@ -193,15 +193,18 @@ struct viommu_domain {
 	/*
 	 * Keeps a replay of the MAPs out of their table while map_pages() and
 	 * unmap_pages() change it and send what they changed: they read it,
-	 * the replay writes it, all with interrupts off (a reader may run in
-	 * an interrupt, and a waiting writer holds back new readers).
-	 * nr_endpoints changes under both it and the mutex.
+	 * the replay writes it, a batch at a time, all with interrupts off (a
+	 * reader may run in an interrupt, and a waiting writer holds back new
+	 * readers). nr_endpoints and replayed_to change under both it and the
+	 * mutex.
 	 */
 	rwlock_t			replay_lock;
 	unsigned int			id;
 	u32				map_flags;
 	bool				bypass;
 	unsigned int			nr_endpoints;
+	/* With endpoints, the device holds the MAPs that start below it */
+	u64				replayed_to;
 	/* Endpoints attached or attaching without POSTED_MAP: MAPs kick */
 	atomic_t			nr_unposted;
 
