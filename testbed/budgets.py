@@ -29,6 +29,8 @@ BUDGET_CPU_S: dict[str, int] = {
     "x86_64-virtio-iommu-identity": 30,
     "x86_64-virtio-iommu-debug": 530,
     "x86_64-virtio-iommu-bounce-debug": 30,
+    "x86_64-virtio-iommu-replace-debug": 30,
+    "x86_64-virtio-iommu-pt-replace-debug": 30,
     "x86_64-vhost-iommu": 80,
     "x86_64-intel-iommu": 30,
     "x86_64-intel-iommu-noncoherent": 30,  # its kin's, not measured alone

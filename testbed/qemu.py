@@ -39,6 +39,15 @@ MACHINES = {m.name: m for m in (
     Machine("q35-patched", "qemu-system-x86_64", "q35", "max", "ttyS0", patched=True),
     Machine("q35-virtio-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci"),
+    # The request queue stops for a second before each ATTACH (QEMU patch
+    # 0059, x-stall-attach-ms): an endpoint moved to another domain stays
+    # in its old one until then, in MAP/UNMAP mode and with page tables.
+    Machine("q35-virtio-iommu-stall-attach", "qemu-system-x86_64", "q35", "max",
+            "ttyS0", "virtio-iommu-pci,x-stall-attach-ms=1000", patched=True),
+    Machine("q35-virtio-iommu-pt-stall-attach", "qemu-system-x86_64", "q35",
+            "max", "ttyS0",
+            "virtio-iommu-pci,attach-table=on,x-stall-attach-ms=1000",
+            patched=True),
     # The same device on our patched build, in MAP/UNMAP mode: make run's
     # reference row, on the QEMU binary of its page-table row
     Machine("q35-virtio-iommu-patched", "qemu-system-x86_64", "q35", "max", "ttyS0",

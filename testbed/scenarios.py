@@ -441,6 +441,18 @@ _ALL = (
              "VHOST_IOMMU_DEL_RACE_SECONDS": "10", "VHOST_IOMMU_CLOSE_ROUNDS": "20",
              **COMBINE_CHECK, "TB_BENCH_SET_GROUP": "DMA",
              "TB_BENCH_EXPECT_COMBINE": "combine_waits"}),
+    # The edu moved to another address space's domain while the IOMMU has
+    # not yet taken the ATTACH (stopped a second before each): the old
+    # domain's unmaps must reach it meanwhile
+    *(_sc(f"x86_64-virtio-iommu{pt}-replace-debug",
+          f"virtio-iommu{' with page tables' if pt else ''} answering each "
+          "ATTACH a second late, on the debug kernel: an unmap of the old "
+          "domain while the edu moves to another one",
+          f"q35-virtio-iommu{pt}-stall-attach", "x86_64-debug", ("vfio-edu",),
+          devices=("edu",), fault="virtio-iommu", append=VFIO_UNSAFE_IRQS,
+          env={"TB_EDU_STALL_ATTACH": "1000",
+               "TB_EDU_TESTS": "replace_unmaps_the_old_domain"})
+      for pt in ("", "-pt")),
     # DMA-API debugging tells the sizes of the NIC's live mappings
     _sc("x86_64-virtio-iommu-bounce-debug",
         "virtio-net where the DMA API bounces (swiotlb=force, identity "

@@ -30,7 +30,8 @@
  * while another thread unmaps and maps in it (EDU_CHURN_ROUNDS rounds),
  * each checked by DMA, then no translation may survive an unmap; and an
  * attach to a domain filled with EDU_REPLAY_MAPS mappings, which must not
- * keep interrupts off for long (the irqsoff tracer measures it).
+ * keep interrupts off for long (the irqsoff tracer measures it); and an
+ * unmap of the old address space while the device moves to another one.
  *
  * EDU_FAIL_QUEUE, the IOMMU driver's fault attribute (debugfs) that fails
  * queueing a request, lets a test make an UNMAP fail once.
@@ -1013,6 +1014,93 @@ TEST_F_TIMEOUT(edu_iommufd, attach_races_unmap, 600)
 				     EDU_FAULT_XFER, true));
 		ASSERT_EQ(0, memcmp(area, expect, CHURN_AREA))
 			TH_LOG("DMA reached area %u after IOMMU_IOAS_UNMAP", i);
+	}
+	ASSERT_EQ(0, edu_detach(self->device));
+	free(expect);
+}
+
+/*
+ * The device moved to another address space's domain (iommufd's replace)
+ * while the IOMMU has not yet taken the ATTACH: until it has, the device
+ * translates through the old domain, whose unmaps must still reach the
+ * IOMMU. EDU_STALL_ATTACH (ms) says that the IOMMU stops that long before
+ * each ATTACH (our QEMU's x-stall-attach-ms); unset, the test skips. While
+ * it is stopped, another thread unmaps an area of the old address space and
+ * has the edu write to it: once the unmap has returned, the write must not
+ * reach the area's memory.
+ */
+#define REPLACE_ROUNDS	3
+
+struct replace_race {
+	int iommufd;
+	uint32_t ioas;
+	uint8_t *bar;
+	uint64_t iova;
+	long delay_ms;
+	int go;			/* __atomic: the replace is about to start */
+	int err;
+};
+
+static void *replace_unmapper(void *arg)
+{
+	struct replace_race *r = arg;
+
+	while (!__atomic_load_n(&r->go, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+	sleep_ms(r->delay_ms);
+	r->err = ioas_unmap(r->iommufd, r->ioas, r->iova, CHURN_AREA);
+	if (!r->err)
+		r->err = edu_dma(r->bar, EDU_BUFFER, r->iova, EDU_FAULT_XFER,
+				 true);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(edu_iommufd, replace_unmaps_the_old_domain, 300)
+{
+	unsigned long stall_ms = env_ulong("EDU_STALL_ATTACH", 0);
+	struct iommu_ioas_alloc alloc = { .size = sizeof(alloc) };
+	uint8_t *expect;
+	pthread_t thread;
+	unsigned int i;
+
+	if (!stall_ms)
+		SKIP(return, "EDU_STALL_ATTACH unset: the IOMMU answers at once");
+	ASSERT_EQ(0, ioctl(self->iommufd, IOMMU_IOAS_ALLOC, &alloc));
+	expect = malloc(CHURN_AREA);
+	ASSERT_NE(NULL, expect);
+
+	for (i = 0; i < REPLACE_ROUNDS; i++) {
+		unsigned int area = CHURN_AREAS / 2 + i;
+		struct replace_race r = {
+			.iommufd = self->iommufd, .ioas = self->ioas,
+			.bar = self->bar, .iova = churn_iova(area),
+			.delay_ms = stall_ms / 4,
+		};
+
+		/*
+		 * In the old address space: the area read once (an IOMMU
+		 * that caches translations holds it now), the edu's buffer
+		 * loaded
+		 */
+		ASSERT_EQ(0, edu_attach(self->device, self->ioas));
+		ASSERT_EQ(0, edu_dma(self->bar, r.iova, EDU_BUFFER,
+				     EDU_MAX_XFER, false));
+		fill(self->mem, EDU_MAX_XFER, 500 + i);
+		ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER,
+				     EDU_MAX_XFER, false));
+		memcpy(expect, self->mem + area * CHURN_AREA, CHURN_AREA);
+
+		ASSERT_EQ(0, pthread_create(&thread, NULL, replace_unmapper, &r));
+		__atomic_store_n(&r.go, 1, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, edu_attach(self->device, alloc.out_ioas_id))
+			TH_LOG("round %u: replace: %s", i, strerror(errno));
+		pthread_join(thread, NULL);
+		ASSERT_EQ(0, r.err) TH_LOG("round %u: unmap or DMA: %s", i,
+					   strerror(-r.err));
+		ASSERT_EQ(0, memcmp(self->mem + area * CHURN_AREA, expect,
+				    CHURN_AREA))
+			TH_LOG("round %u: the edu wrote to area %u after its unmap returned",
+			       i, area);
 	}
 	ASSERT_EQ(0, edu_detach(self->device));
 	free(expect);
