@@ -110,6 +110,17 @@ void viommu_domain_request_failed(struct viommu_domain *vdomain,
 {
 	struct device *dev = vdomain->viommu->dev;
 
+	/*
+	 * The device forgot the domain: its last endpoint left for another
+	 * domain, or detached, while this request waited behind the ATTACH
+	 * or DETACH (the endpoint is counted out only once that is answered).
+	 * Nothing of the domain is mapped there, which is all an UNMAP or
+	 * INVALIDATE asked; a MAP stays in the domain's table, and the
+	 * replay sends it when an endpoint comes back.
+	 */
+	if (err == -ENOENT && slot->type != VIRTIO_IOMMU_T_ATTACH_TABLE)
+		return;
+
 	if (slot->type == VIRTIO_IOMMU_T_MAP) {
 		u64 start = le64_to_cpu(slot->req.map.virt_start);
 
@@ -801,13 +812,7 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 
 	if (!vdomain)
 		return;
-	/*
-	 * Counted out first: the last endpoint's DETACH makes the device
-	 * forget the domain, so requests queued after it would only fail.
-	 */
-	mutex_lock(&vdomain->mutex);
-	viommu_set_endpoints(vdomain, vdomain->nr_endpoints - 1);
-	mutex_unlock(&vdomain->mutex);
+	mutex_lock(&vdev->viommu->attach_mutex);
 	for (i = 0; i < fwspec->num_ids; i++) {
 		ret = viommu_send_detach(vdev->viommu, vdomain->id,
 					 fwspec->ids[i]);
@@ -816,9 +821,20 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 				"DETACH of endpoint %u from domain %u failed: %d\n",
 				fwspec->ids[i], vdomain->id, ret);
 	}
+	/*
+	 * Counted out once the device has taken the DETACH: until then it
+	 * translated the endpoint's DMA through the domain, and had to get
+	 * the domain's unmaps. (It forgets the domain at its last endpoint's
+	 * DETACH: see viommu_domain_request_failed() for what it answers to
+	 * requests queued behind.)
+	 */
+	mutex_lock(&vdomain->mutex);
+	viommu_set_endpoints(vdomain, vdomain->nr_endpoints - 1);
+	mutex_unlock(&vdomain->mutex);
 	if (!vdev->posted)
 		atomic_dec(&vdomain->nr_unposted);
 	viommu_set_ep_domain(vdev, NULL);
+	mutex_unlock(&vdev->viommu->attach_mutex);
 }
 
 static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
@@ -835,6 +851,12 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 	if (old == vdomain)
 		return 0;
 
+	/*
+	 * One endpoint moves at a time: until an endpoint is counted out of
+	 * its old domain, below, nobody else may find that domain with no
+	 * endpoint counted and no replay owed, although the device forgot it.
+	 */
+	mutex_lock(&viommu->attach_mutex);
 	mutex_lock(&vdomain->mutex);
 	if (!vdomain->viommu)
 		ret = viommu_domain_finalise(vdev, vdomain);
@@ -846,20 +868,8 @@ static int viommu_attach_dev(struct iommu_domain *domain, struct device *dev)
 		ret = -EINVAL;
 	mutex_unlock(&vdomain->mutex);
 	if (ret)
-		return ret;
+		goto out_unlock;
 
-	/*
-	 * The device detaches the endpoint from its old domain itself, and
-	 * forgets that domain when the endpoint was its last: count the
-	 * endpoint out of it first, as a detach does, so that no map or
-	 * unmap racing this attach sends a request to a domain that is gone.
-	 * (The two mutexes are never held together: no lock order to keep.)
-	 */
-	if (old) {
-		mutex_lock(&old->mutex);
-		viommu_set_endpoints(old, old->nr_endpoints - 1);
-		mutex_unlock(&old->mutex);
-	}
 	/*
 	 * Counted in before the ATTACH: a MAP queued from now on is notified,
 	 * and the ATTACH's own notification sends those queued before it.
@@ -907,6 +917,20 @@ out_attached:
 		}
 	}
 	mutex_unlock(&vdomain->mutex);
+	/*
+	 * The device detaches the endpoint from its old domain itself when it
+	 * takes the ATTACH, and forgets that domain when the endpoint was its
+	 * last. Until it had, the endpoint's DMA went through the old domain:
+	 * its unmaps had to reach the device, and only now is the endpoint
+	 * counted out of it. (See viommu_domain_request_failed() for what the
+	 * device answers to requests queued behind the ATTACH. The two
+	 * domains' mutexes are never held together: no lock order to keep.)
+	 */
+	if (old) {
+		mutex_lock(&old->mutex);
+		viommu_set_endpoints(old, old->nr_endpoints - 1);
+		mutex_unlock(&old->mutex);
+	}
 	/* The endpoint left the old domain, and is in the new one or none */
 	if (!vdev->posted) {
 		if (old)
@@ -915,6 +939,8 @@ out_attached:
 			atomic_dec(&vdomain->nr_unposted);
 	}
 	viommu_set_ep_domain(vdev, ret ? NULL : vdomain);
+out_unlock:
+	mutex_unlock(&viommu->attach_mutex);
 	return ret;
 }
 
@@ -1548,6 +1574,7 @@ static int viommu_probe(struct virtio_device *vdev)
 	init_waitqueue_head(&viommu->rq_wait);
 	viommu->last_cpu = -1;
 	mutex_init(&viommu->probe_mutex);
+	mutex_init(&viommu->attach_mutex);
 	spin_lock_init(&viommu->ep_lock);
 	xa_init(&viommu->endpoints);
 	mutex_init(&viommu->ids_lock);

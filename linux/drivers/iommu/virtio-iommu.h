@@ -89,6 +89,9 @@ struct viommu_dev {
 	wait_queue_head_t		rq_wait;
 	struct viommu_stats		stats;
 
+	/* Endpoints move between domains one at a time (attach, detach) */
+	struct mutex			attach_mutex;
+
 	/* PROBE buffer; PROBE requests are serialised by probe_mutex */
 	struct mutex			probe_mutex;
 	void				*probe_buf;
