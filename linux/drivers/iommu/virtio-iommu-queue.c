@@ -74,6 +74,19 @@ static void viommu_complete(struct viommu_dev *viommu, struct viommu_slot *slot,
 	int ret = viommu_req_result(used, slot->write_len, tail->status);
 
 	list_del(&slot->node);
+	/*
+	 * The device forgot the domain: its last endpoint left for another
+	 * domain, or detached, while this MAP, UNMAP or INVALIDATE waited
+	 * behind the ATTACH or DETACH (the endpoint is counted out only once
+	 * that is answered). Nothing of the domain is mapped there, which is
+	 * all an UNMAP or INVALIDATE asked; a MAP stays in the domain's
+	 * table, and the replay sends it when an endpoint comes back.
+	 */
+	if (ret == -ENOENT && slot->vdomain &&
+	    slot->type != VIRTIO_IOMMU_T_ATTACH_TABLE) {
+		viommu->stats.domain_gone++;
+		ret = 0;
+	}
 	if (ret) {
 		viommu->stats.errors++;
 		if (ret == -EPROTO) {

@@ -110,17 +110,6 @@ void viommu_domain_request_failed(struct viommu_domain *vdomain,
 {
 	struct device *dev = vdomain->viommu->dev;
 
-	/*
-	 * The device forgot the domain: its last endpoint left for another
-	 * domain, or detached, while this request waited behind the ATTACH
-	 * or DETACH (the endpoint is counted out only once that is answered).
-	 * Nothing of the domain is mapped there, which is all an UNMAP or
-	 * INVALIDATE asked; a MAP stays in the domain's table, and the
-	 * replay sends it when an endpoint comes back.
-	 */
-	if (err == -ENOENT && slot->type != VIRTIO_IOMMU_T_ATTACH_TABLE)
-		return;
-
 	if (slot->type == VIRTIO_IOMMU_T_MAP) {
 		u64 start = le64_to_cpu(slot->req.map.virt_start);
 
@@ -825,8 +814,8 @@ static void viommu_detach_dev(struct viommu_endpoint *vdev)
 	 * Counted out once the device has taken the DETACH: until then it
 	 * translated the endpoint's DMA through the domain, and had to get
 	 * the domain's unmaps. (It forgets the domain at its last endpoint's
-	 * DETACH: see viommu_domain_request_failed() for what it answers to
-	 * requests queued behind.)
+	 * DETACH: see viommu_complete() for what it answers to requests
+	 * queued behind.)
 	 */
 	mutex_lock(&vdomain->mutex);
 	viommu_set_endpoints(vdomain, vdomain->nr_endpoints - 1);
@@ -922,9 +911,9 @@ out_attached:
 	 * takes the ATTACH, and forgets that domain when the endpoint was its
 	 * last. Until it had, the endpoint's DMA went through the old domain:
 	 * its unmaps had to reach the device, and only now is the endpoint
-	 * counted out of it. (See viommu_domain_request_failed() for what the
-	 * device answers to requests queued behind the ATTACH. The two
-	 * domains' mutexes are never held together: no lock order to keep.)
+	 * counted out of it. (See viommu_complete() for what the device
+	 * answers to requests queued behind the ATTACH. The two domains'
+	 * mutexes are never held together: no lock order to keep.)
 	 */
 	if (old) {
 		mutex_lock(&old->mutex);
@@ -1337,8 +1326,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 		   dma_maps ? div64_u64(dma_reqs * 1000, dma_maps) : 0);
 	seq_printf(s, "posted %s\nposted_syncs %llu\nunkicked %u\n",
 		   viommu->posted ? "yes" : "no", posted_syncs, unkicked);
-	seq_printf(s, "errors %llu\nbad_answers %llu\n", st.errors,
-		   st.bad_answers);
+	seq_printf(s, "errors %llu\nbad_answers %llu\ndomain_gone %llu\n",
+		   st.errors, st.bad_answers, st.domain_gone);
 	seq_printf(s, "kicks %llu\nkicked_requests %llu\nkicks_unneeded %llu\n",
 		   st.kicks, st.kicked_requests, st.kicks_unneeded);
 	seq_printf(s, "combine_waits %llu\ncombine_joins %llu\n",

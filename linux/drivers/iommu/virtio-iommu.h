@@ -37,6 +37,7 @@ struct viommu_stats {
 	u64	requests[VIRTIO_IOMMU_T_INVALIDATE + 1];
 	u64	errors;			/* requests that failed */
 	u64	bad_answers;		/* of which the device's answer was unusable */
+	u64	domain_gone;		/* NOENT: queued behind their domain's last move */
 	u64	kicks;			/* notifications sent to the device */
 	u64	kicked_requests;	/* requests those notifications covered */
 	u64	kicks_unneeded;		/* batches the device took unnotified */
