@@ -15,51 +15,18 @@
 #include <linux/seq_file.h>
 
 /*
- * Maps made through these helpers, per format: a driver that says it uses
- * generic_pt but fell back to its old page tables shows none. Per CPU, so
- * the map path shares no cache line. debugfs: generic_pt/iommu_maps.
+ * Maps made through gpt_iommu_map_pages(), per format: a driver that says it
+ * uses generic_pt but fell back to its old page tables shows none. Per CPU,
+ * so the map path shares no cache line. debugfs: generic_pt/iommu_maps.
  */
-static const char *const gpt_fmt_names[] = {
+static const char *const gpt_fmt_names[GPT_FMT_NR] = {
 	[GPT_FMT_ARMV8] = "armv8",
 	[GPT_FMT_AMDV1] = "amdv1",
 	[GPT_FMT_VTDSS] = "vtdss",
 };
 
-struct gpt_iommu_counts {
-	unsigned long maps[ARRAY_SIZE(gpt_fmt_names)];
-};
-
-static DEFINE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
-
-/**
- * gpt_iommu_map_pages() - iommu_domain_ops.map_pages on a generic table
- * @t: the domain's table
- * @iova: first input address
- * @paddr: first output address
- * @pgsize: page size the iommu core chose
- * @pgcount: number of such pages
- * @prot: IOMMU_* protection flags
- * @gfp: allocation flags for new tables
- * @mapped: incremented by the bytes mapped, also on error
- *
- * Called by the iommu core (or a driver) under its rules: no concurrent call
- * on an overlapping range.
- *
- * Return: see gpt_map().
- */
-int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
-			phys_addr_t paddr, size_t pgsize, size_t pgcount,
-			int prot, gfp_t gfp, size_t *mapped)
-{
-	size_t len;
-
-	if (check_mul_overflow(pgsize, pgcount, &len))
-		return -EINVAL;
-	if (t->fmt < ARRAY_SIZE(gpt_fmt_names))
-		this_cpu_inc(gpt_iommu_counts.maps[t->fmt]);
-	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
-}
-EXPORT_SYMBOL_GPL(gpt_iommu_map_pages);
+DEFINE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
+EXPORT_PER_CPU_SYMBOL_GPL(gpt_iommu_counts);
 
 /**
  * gpt_iommu_unmap_pages() - iommu_domain_ops.unmap_pages on a generic table

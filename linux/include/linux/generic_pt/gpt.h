@@ -109,11 +109,13 @@ struct gpt_leaf {
  * @GPT_FMT_ARMV8: ARMv8 VMSA long descriptor, stage 1 or 2, 4K/16K/64K
  * @GPT_FMT_AMDV1: AMD IOMMU v1 (host) page table
  * @GPT_FMT_VTDSS: Intel VT-d second-stage page table
+ * @GPT_FMT_NR: the number of formats
  */
 enum gpt_format {
 	GPT_FMT_ARMV8,
 	GPT_FMT_AMDV1,
 	GPT_FMT_VTDSS,
+	GPT_FMT_NR
 };
 
 /* Flags for struct gpt_armv8_cfg */

@@ -25,10 +25,51 @@
 #define __LINUX_GENERIC_PT_IOMMU_H
 
 #include <linux/generic_pt/gpt.h>
+#include <linux/overflow.h>
+#include <linux/percpu.h>
 
-int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
-			phys_addr_t paddr, size_t pgsize, size_t pgcount,
-			int prot, gfp_t gfp, size_t *mapped);
+/**
+ * struct gpt_iommu_counts - maps made through gpt_iommu_map_pages()
+ * @maps: by format (enum gpt_format), per CPU; debugfs generic_pt/iommu_maps
+ *        gives their sums
+ */
+struct gpt_iommu_counts {
+	unsigned long maps[GPT_FMT_NR];
+};
+
+DECLARE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
+
+/**
+ * gpt_iommu_map_pages() - iommu_domain_ops.map_pages on a generic table
+ * @t: the domain's table
+ * @iova: first input address
+ * @paddr: first output address
+ * @pgsize: page size the iommu core chose
+ * @pgcount: number of such pages
+ * @prot: IOMMU_* protection flags
+ * @gfp: allocation flags for new tables
+ * @mapped: incremented by the bytes mapped, also on error
+ *
+ * Called by the iommu core (or a driver) under its rules: no concurrent call
+ * on an overlapping range. Inline, so that the driver's map_pages() reaches
+ * the format's code with one call, as an io_pgtable_ops user does.
+ *
+ * Return: see gpt_map().
+ */
+static inline int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
+				      phys_addr_t paddr, size_t pgsize,
+				      size_t pgcount, int prot, gfp_t gfp,
+				      size_t *mapped)
+{
+	size_t len;
+
+	if (check_mul_overflow(pgsize, pgcount, &len))
+		return -EINVAL;
+	if (t->fmt < GPT_FMT_NR)
+		this_cpu_inc(gpt_iommu_counts.maps[t->fmt]);
+	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
+}
+
 size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
 			     size_t pgsize, size_t pgcount,
 			     struct iommu_iotlb_gather *gather);
