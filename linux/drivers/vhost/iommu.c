@@ -234,9 +234,12 @@ static bool vhost_iommu_same_config(const struct vhost_iommu_config *c,
 	return !memcmp(&a, now, sizeof(a));
 }
 
-/* The first version of struct vhost_iommu_config: no caller has less */
-#define VHOST_IOMMU_CONFIG_MIN_SIZE	88
-static_assert(sizeof(struct vhost_iommu_config) >= VHOST_IOMMU_CONFIG_MIN_SIZE);
+/*
+ * The first version of struct vhost_iommu_config, up to its reserved words
+ * (88 bytes): no caller has less
+ */
+#define VHOST_IOMMU_CONFIG_MIN_SIZE \
+	offsetofend(struct vhost_iommu_config, reserved)
 
 /*
  * A config as its caller sized it (@argsz): at least the first version,
