@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""QEMU with our device-side patches (qemu/patches): Debian's source of the
-QEMU this machine runs, patched, built for the targets that need it.
+"""QEMU with our device-side patches (qemu/patches): Debian 13's source of
+QEMU 10.0 (the version qemu/VERSION pins), patched, built for the targets
+that need it.
 
 The scenarios use Debian's QEMU, a device we did not write, wherever it has
 what a test needs. Where it lacks a device side (virtio-mmio transports
@@ -13,18 +14,19 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from . import paths
 from .shell import StepError, build_lock, output, run, step
 
 PATCHES = paths.ROOT / "qemu" / "patches"
+VERSION_FILE = paths.ROOT / "qemu" / "VERSION"
 TOP = paths.BUILD / "qemu"
 SRC = TOP / "src"           # the patched source; unchanged files keep their mtimes
 OBJ = TOP / "obj"           # meson/ninja build directory
-# The source package of the installed system emulator
-PACKAGE = "qemu-system-arm"
+APT = TOP / "apt"           # the private apt list, its index and cache
+ARCHIVE = "http://deb.debian.org/debian"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 # Per target, only the board and the devices the scenarios put on it (the
 # file's name inside QEMU's configs/devices, where configure looks for it).
@@ -72,12 +74,42 @@ def series() -> list[Path]:
     return [PATCHES / n for n in names]
 
 
+def pinned() -> dict[str, str]:
+    """The package, suite and version qemu/VERSION records."""
+    fields = {}
+    for line in VERSION_FILE.read_text().splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            key, val = line.split("=", 1)
+            fields[key.strip()] = val.strip()
+    return fields
+
+
 def source_version() -> str:
-    """Debian source version of the installed QEMU (what we patch)."""
-    ver = output(["dpkg-query", "-W", "-f", "${source:Version}", PACKAGE]).strip()
-    if not ver:
-        raise StepError(f"{PACKAGE} is not installed: make deps")
-    return ver
+    """Debian source version of the QEMU we patch (qemu/VERSION)."""
+    return pinned()["version"]
+
+
+def _apt_options() -> list[str]:
+    """apt options that read only our list of the pinned suite's deb-src
+    index and keep its state under APT: the system's apt sources, lists
+    and caches stay untouched."""
+    suite = pinned()["suite"]
+    lst = APT / "sources.list"
+    line = f"deb-src [signed-by={KEYRING}] {ARCHIVE} {suite} main\n"
+    for d in (APT / "lists" / "partial", APT / "cache" / "archives" / "partial"):
+        d.mkdir(parents=True, exist_ok=True)
+    if not lst.exists() or lst.read_text() != line:
+        lst.write_text(line)
+    return ["-o", f"Dir::Etc::SourceList={lst}", "-o", "Dir::Etc::SourceParts=-",
+            "-o", f"Dir::State::Lists={APT / 'lists'}",
+            "-o", f"Dir::Cache={APT / 'cache'}"]
+
+
+def _served(opts: list[str], pkg: str) -> list[str]:
+    """The source versions of @pkg our apt list serves."""
+    out = output(["apt-cache", *opts, "showsrc", pkg], check=False)
+    return [line.split(":", 1)[1].strip() for line in out.splitlines()
+            if line.startswith("Version:")]
 
 
 def _stamp(version: str) -> str:
@@ -92,28 +124,44 @@ def _stamp(version: str) -> str:
 
 
 def _unpack(version: str, dest: Path) -> None:
-    """Fetch and unpack the source package (Debian's patches applied)."""
+    """Fetch exactly the pinned source package (once), check it and unpack
+    it (Debian's patches applied) into @dest.
+
+    apt checks the index's signature against debian-archive-keyring and
+    each downloaded file against the index's SHA256; dpkg-source checks
+    the files against the .dsc's checksums. It cannot check the .dsc's own
+    signature: that is the uploader's key, in debian-keyring (not installed),
+    not the archive's, so dpkg-source warns and goes on, with apt's check
+    of the .dsc standing for it."""
+    pkg = pinned()["package"]
     dl = TOP / "dl"
     dl.mkdir(parents=True, exist_ok=True)
-    exact = dl / f"qemu_{version.split(':')[-1]}.dsc"
-    if not exact.exists():
-        # Needs a deb-src line (.ci/install-deps writes one). The archive
-        # may have moved on from the installed version: then take its
-        # newest source of QEMU (bookworm keeps 7.2, which the patches fit).
+    dsc = dl / f"{pkg}_{version.split(':')[-1]}.dsc"
+    if not dsc.exists():
+        opts = _apt_options()
         log = paths.LOGS / "qemu-source.log"
-        got = run(["apt-get", "source", "--download-only", f"qemu={version}"],
-                  cwd=dl, log=log, check=False)
-        if got.returncode:
-            print(f"warning: no source of qemu {version}, taking the newest",
-                  file=sys.stderr)
-            run(["apt-get", "source", "--download-only", "qemu"], cwd=dl, log=log)
-    # The installed version's, or else the one just fetched
-    dsc = exact if exact.exists() else max(dl.glob("qemu_*.dsc"),
-                                           key=lambda p: p.stat().st_mtime)
+        run(["apt-get", *opts, "-q", "update"], log=log)
+        served = _served(opts, pkg)
+        if version not in served:
+            raise StepError(
+                f"{pkg} {version} (qemu/VERSION) is not served by "
+                f"{ARCHIVE} {pinned()['suite']}; served: "
+                f"{', '.join(served) or 'none'}")
+        for old in dl.iterdir():
+            old.unlink()
+        run(["apt-get", *opts, "-q", "source", "--download-only",
+             f"{pkg}={version}"], cwd=dl, log=log)
     if dest.exists():
         shutil.rmtree(dest)
-    run(["dpkg-source", "--no-check", "-x", dsc, dest],
-        log=paths.LOGS / "qemu-unpack.log")
+    log = paths.LOGS / "qemu-unpack.log"
+    res = run(["dpkg-source", "--require-strong-checksums", "-x", dsc, dest],
+              log=log, check=False)
+    if res.returncode:
+        shutil.rmtree(dest, ignore_errors=True)
+        why = [line for line in log.read_text(errors="replace").splitlines()
+               if "error" in line]
+        raise StepError(f"{dsc.name} does not unpack: "
+                        f"{why[0] if why else 'see ' + str(log)}")
 
 
 def _patched_source(version: str) -> None:
@@ -122,8 +170,14 @@ def _patched_source(version: str) -> None:
     fresh = TOP / "src.new"
     _unpack(version, fresh)
     for p in series():
-        run(["patch", "-p1", "--batch", "--quiet", "-i", p], cwd=fresh,
-            log=paths.LOGS / f"qemu-patch-{p.stem}.log")
+        log = paths.LOGS / f"qemu-patch-{p.stem}.log"
+        # No fuzz: the series is made against this very source.
+        res = run(["patch", "-p1", "--batch", "--quiet", "--fuzz=0", "-i", p],
+                  cwd=fresh, log=log, check=False)
+        if res.returncode:
+            shutil.rmtree(fresh)
+            raise StepError(f"qemu/patches/{p.name} does not apply to qemu "
+                            f"{version} (log: {log})")
     for target, mak in DEVICES.items():
         shutil.copy(mak, fresh / "configs" / "devices" / target / f"{DEVICES_NAME}.mak")
     SRC.mkdir(parents=True, exist_ok=True)
@@ -175,7 +229,9 @@ def build(names: list[str] | None = None) -> list[Path]:
             run([SRC / "configure", *CONFIGURE], cwd=OBJ,
                 log=paths.LOGS / "qemu-configure.log")
             configured.write_text(" ".join(CONFIGURE))
-        run(["ninja", "-j2", *(e.name for e in exes)], cwd=OBJ,
+        # TB_QEMU_JOBS: ninja's jobs (default 2), fewer beside a kernel build
+        jobs = os.environ.get("TB_QEMU_JOBS", "2")
+        run(["ninja", f"-j{jobs}", *(e.name for e in exes)], cwd=OBJ,
             log=paths.LOGS / "qemu-build.log")
         for e in exes:
             _exe_stamp(e.name).write_text(stamp)
