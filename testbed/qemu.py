@@ -54,7 +54,7 @@ MACHINES = {m.name: m for m in (
             "virtio-iommu-pci", patched=True),
     # Caching mode: the guest driver must flush on map, as for any software
     # IOMMU. Coherent page walks (ECAP.C, which the model reports with
-    # x-coherent-walks, QEMU patch 0054): the VT-d driver builds its
+    # x-coherent-walks, QEMU patch 0056): the VT-d driver builds its
     # second-stage tables with generic_pt only for an IOMMU that says so.
     Machine("q35-intel-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "intel-iommu,caching-mode=on,x-coherent-walks=on", patched=True),
@@ -78,7 +78,7 @@ MACHINES = {m.name: m for m in (
     # qemu/patches: the virtio-mmio transports' DMA goes through the
     # virtio-iommu too, each transport an endpoint named in the device tree.
     # It stops its request queue for 3 s before the 200th UNMAP
-    # (x-stall-request, QEMU patch 0053): MAP/UNMAP mode's late answer.
+    # (x-stall-request, QEMU patch 0055): MAP/UNMAP mode's late answer.
     Machine("virt-virtio-iommu-mmio", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-iommu=on", "max,pauth-impdef=on",
             "ttyAMA0", "virtio-iommu-pci,x-stall-request=200", patched=True),
@@ -98,7 +98,7 @@ MACHINES = {m.name: m for m in (
     # Their transports offer MSI too (qemu/patches 0026): the messages are
     # writes into the local APICs' window, through the IOMMU's MSI region.
     # Its request queue stops for 3 s before the 200th UNMAP
-    # (x-stall-request, QEMU patch 0053): MAP/UNMAP mode's late answer.
+    # (x-stall-request, QEMU patch 0055): MAP/UNMAP mode's late answer.
     Machine("microvm-virtio-iommu-mmio", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on,virtio-mmio-iommu=on,virtio-mmio-msi=on",
             "max", "ttyS0", "virtio-iommu-pci,x-stall-request=200", patched=True,
@@ -109,9 +109,9 @@ MACHINES = {m.name: m for m in (
     Machine("microvm-mmio-msi", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on,virtio-mmio-msi=on", "max", "ttyS0",
             patched=True, host_tsc=True),
-    # Device configurations stock QEMU cannot offer (qemu/patches 0006), on
-    # microvm's PCIe bus: a 64K granule on 4K guests, and two domain IDs
-    # for more groups than that.
+    # Device configurations a guest driver must cope with, on microvm's PCIe
+    # bus: a 64K granule on 4K guests (QEMU's granule property), and two
+    # domain IDs for more groups than that (qemu/patches 0005).
     Machine("microvm-virtio-iommu-64k", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
             "virtio-iommu-pci,granule=64k", patched=True, host_tsc=True),
@@ -119,7 +119,7 @@ MACHINES = {m.name: m for m in (
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
             "virtio-iommu-pci,domain-range-start=5,domain-range-end=6",
             patched=True, host_tsc=True),
-    # Page-table sharing (qemu/patches 0009-0016): the virtio-iommu offers
+    # Page-table sharing (qemu/patches 0008-0015): the virtio-iommu offers
     # ATTACH_TABLE and walks the guest's tables with the walk of QEMU's
     # own IOMMU model of the format: VT-d second level and AMD v1 on q35
     # (the VT-d and AMD IOMMU models'), Arm long descriptor on virt (the
@@ -132,7 +132,7 @@ MACHINES = {m.name: m for m in (
     # The q35 device offering AMD v1 alone (attach-table-formats, bit 4), so
     # that the guest builds AMD v1 tables, walked by the AMD IOMMU model's walk.
     # It stops its request queue for 3 s before the 200th UNMAP or
-    # INVALIDATE (x-stall-request, QEMU patch 0053): a late answer, which
+    # INVALIDATE (x-stall-request, QEMU patch 0055): a late answer, which
     # the guest must wait for (boot.stall_checks).
     Machine("q35-virtio-iommu-pt-amd", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci,attach-table=on,attach-table-formats=0x10,"
@@ -145,13 +145,13 @@ MACHINES = {m.name: m for m in (
     Machine("q35-virtio-iommu-pt-invalmap", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-inval-map=on",
             patched=True, globals_=("virtio-net-pci.packed=on",)),
-    # The same device caching no translation (NO_CACHE, QEMU patch 0035):
+    # The same device caching no translation (NO_CACHE, QEMU patch 0036):
     # the guest sends no INVALIDATE for the leaves it clears.
     Machine("q35-virtio-iommu-pt-nocache", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on",
             patched=True),
     # The same device keeping its IOTLB but serving the request queue
-    # before each translation (POSTED_INVAL, QEMU patch 0036): the guest
+    # before each translation (POSTED_INVAL, QEMU patch 0038): the guest
     # leaves the INVALIDATEs of its unmaps unnotified.
     Machine("q35-virtio-iommu-pt-posted", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on",

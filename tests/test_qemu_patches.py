@@ -64,8 +64,8 @@ def test_virtio_mmio_device_before_the_iommu_is_refused(board):
     assert "plugged before the virtio-iommu" in res.stderr
 
 
-# virtio-iommu's configuration properties (qemu/patches 0006 and later), each value
-# the device cannot offer and the message realize gives for it
+# virtio-iommu's configuration properties (QEMU's granule, qemu/patches 0005
+# and later), each value the device cannot offer and the message it gives
 BAD_CONFIGS = {
     "granule=3k": "granule must be 4k, 8k, 16k, 64k or host",
     "domain-range-start=7,domain-range-end=6": "is above domain-range-end",
@@ -110,7 +110,7 @@ def _q35_with(device, **kw):
         text=True, capture_output=True, timeout=60, **kw)
 
 
-# virtio-iommu's vhost back end (qemu/patches 0018-0020). The host here has
+# virtio-iommu's vhost back end (qemu/patches 0017-0019). The host here has
 # no /dev/vhost-iommu: the back end serving a guest is tested in the nested
 # test bed (testbed/nested.py); here, that realize refuses every file that
 # is not a vhost-iommu instead of offering a device nobody serves.
@@ -151,7 +151,7 @@ def test_virtio_iommu_without_vhost_still_realizes():
     assert res.returncode == 0, res.stderr
 
 
-# Page-table sharing (qemu/patches 0009-0017), checked request by request on
+# Page-table sharing (qemu/patches 0008-0016), checked request by request on
 # the device alone: the tests drive the virtio-iommu and QEMU's edu device
 # over QEMU's qtest protocol (testbed/qtest.py), write the page tables
 # themselves, and make the edu DMA through them.
@@ -969,7 +969,7 @@ def test_unmap_reaches_vhost_iotlb(rig_factory, vhost_user_backend):
 
 # What the guest's entry allows, per kind of domain: a read-only leaf or
 # MAP reaches vhost read-only, and vhost's write misses it and faults;
-# bypass is read-write (qemu/patches 0044-0046; before them, every entry
+# bypass is read-write (qemu/patches 0046-0048; before them, every entry
 # vhost got was read-write)
 VHOST_PERMS = ["table", "map", "bypass"]
 
@@ -1029,7 +1029,7 @@ def test_table_entry_withholding_an_access(rig_factory, vhost_user_backend, case
     withholds that access; ARMv8 stage 1: a table descriptor with
     APTable[1] set withholds write. The models' walks check it when asked
     for that access; the entry they give for the other access leaves it
-    out (qemu/patches 0050, 0051; the virtio-iommu's walkers walked a
+    out (qemu/patches 0052, 0053; the virtio-iommu's walkers walked a
     second time for it before 0052), so vhost's entry does not carry it,
     and asking for it is refused with a fault."""
     walk, withheld, clear, set_ = WITHHELD[case]
