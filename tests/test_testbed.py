@@ -1131,3 +1131,56 @@ def test_every_boot_has_a_budget_and_make_check_fits():
     assert quick <= budgets.CHECK_BOOTS_CPU_S, (
         f"make check's boots need {quick} s of CPU, "
         f"CHECK_BOOTS_CPU_S allows {budgets.CHECK_BOOTS_CPU_S}")
+
+
+def test_qemu_source_refuses_a_version_not_served(tmp_path, monkeypatch):
+    """make qemu fetches the version qemu/VERSION pins, or stops with one
+    line naming it and the versions trixie serves, before downloading."""
+    from testbed import qemu_build
+    from testbed.shell import StepError
+
+    monkeypatch.setattr(qemu_build, "TOP", tmp_path)
+    monkeypatch.setattr(qemu_build, "APT", tmp_path / "apt")
+    monkeypatch.setattr(qemu_build, "_served",
+                        lambda opts, pkg: ["1:10.0.14+ds-0+deb13u1"])
+    calls = []
+    monkeypatch.setattr(qemu_build, "run",
+                        lambda cmd, **kw: calls.append([str(c) for c in cmd]))
+    with pytest.raises(StepError) as err:
+        qemu_build._unpack("1:10.0.13+ds-0+deb13u1", tmp_path / "src")
+    assert "\n" not in str(err.value)
+    assert "qemu 1:10.0.13+ds-0+deb13u1 (qemu/VERSION) is not served" in str(err.value)
+    assert "served: 1:10.0.14+ds-0+deb13u1" in str(err.value)
+    # Only the private list's update ran, with the machine's sources left out
+    assert len(calls) == 1 and calls[0][:2] == ["apt-get", "-o"]
+    assert "Dir::Etc::SourceParts=-" in calls[0] and "update" in calls[0]
+    assert (tmp_path / "apt" / "sources.list").read_text().startswith(
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+        "http://deb.debian.org/debian trixie main")
+
+
+def test_qemu_patch_that_does_not_apply_stops_make_qemu(tmp_path, monkeypatch):
+    """A patch of qemu/patches that no longer applies stops make qemu with
+    one line naming it, before anything is configured or built."""
+    from testbed import qemu_build
+    from testbed.shell import StepError
+
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "0001-a.patch").write_text(
+        "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two\n")
+    (patches / "series").write_text("0001-a.patch\n")
+
+    def unpack(version, dest):
+        dest.mkdir(parents=True)
+        (dest / "f").write_text("three\n")
+
+    monkeypatch.setattr(qemu_build, "PATCHES", patches)
+    monkeypatch.setattr(qemu_build.paths, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(qemu_build, "TOP", tmp_path / "top")
+    monkeypatch.setattr(qemu_build, "SRC", tmp_path / "top" / "src")
+    monkeypatch.setattr(qemu_build, "_unpack", unpack)
+    with pytest.raises(StepError, match=r"^qemu/patches/0001-a\.patch does not apply "
+                                        r"to qemu 1:10\.0\.13\+ds-0\+deb13u1"):
+        qemu_build._patched_source("1:10.0.13+ds-0+deb13u1")
+    assert not (tmp_path / "top" / "src").exists()
