@@ -40,7 +40,7 @@ MACHINES = {m.name: m for m in (
     Machine("q35-virtio-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci"),
     # The request queue stops for a second before each ATTACH (QEMU patch
-    # 0059, x-stall-attach-ms): an endpoint moved to another domain stays
+    # 0061, x-stall-attach-ms): an endpoint moved to another domain stays
     # in its old one until then, in MAP/UNMAP mode and with page tables.
     Machine("q35-virtio-iommu-stall-attach", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,x-stall-attach-ms=1000", patched=True),
