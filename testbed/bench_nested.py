@@ -7,7 +7,7 @@ to use posted MAP (virtio_iommu.posted_map=0),
 (c) vhost-iommu with posted MAP (the driver's default),
 (d) no IOMMU,
 (e) vhost-iommu with its worker busy-polling the emptied request queue
-for up to 1 ms (poll-us=1000, QEMU patch 0049), posted MAP off as in (b),
+for up to 1 ms (poll-us=1000, QEMU patch 0051), posted MAP off as in (b),
 (f) both: posted MAP as in (c) and the busy loop as in (e).
 L2 times a download and an upload through vhost-net, a run of small HTTP
 requests, one-byte TCP round trips to L1's echo server for the bench's

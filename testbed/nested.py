@@ -105,7 +105,7 @@ class Nested:
     # properties whose guest would leave VFIO's copy stale (needs l2_vfio)
     refusals: bool = False
     # The device's reason, when it refuses vhost-net's IOTLB notifier: L1
-    # checks that vhost-net fell back on userspace virtio (QEMU patch 0039)
+    # checks that vhost-net fell back on userspace virtio (QEMU patch 0041)
     vhost_refused: str = ""
     # L2's QEMU traces the requests it serves (TB_L2_TRACE), for the L1
     # step's checks of who served them; the bench turns it off
@@ -123,7 +123,7 @@ class Nested:
 # (guest/steps/viommu-stats.sh checks it)
 POSTED = (("TB_VIOMMU_POSTED", "1"),)
 
-# QEMU's poll-us for the kernel device (patch 0049): its worker looks at
+# QEMU's poll-us for the kernel device (patch 0051): its worker looks at
 # the emptied request queue for this long, the most vhost-iommu takes
 BUSY_LOOP_US = 1000
 
@@ -170,7 +170,7 @@ NESTED = {n.name: n for n in (
     # again while L2 runs; the kernel device's endpoints follow (QEMU
     # patch 0027). After blk, L1 stops L2's VM and lets it run again: the
     # kernel device pauses and keeps every domain and mapping (QEMU patch
-    # 0056), which the steps after it use.
+    # 0058), which the steps after it use.
     Nested("x86_64-nested-vhost-iommu",
            "L1 runs our kernel and QEMU; L2 behind virtio-iommu-pci,vhost=on "
            "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
@@ -188,7 +188,7 @@ NESTED = {n.name: n for n in (
            "virtio-iommu-pci,vhost=on", True, l2_env=POSTED,
            template="arm64-virtio-iommu", l2_arch="arm64", full_only=True),
     # poll-us: the kernel device's worker busy-polls the emptied request
-    # queue for up to 1 ms (QEMU patch 0049); L1 checks it served requests
+    # queue for up to 1 ms (QEMU patch 0051); L1 checks it served requests
     # L2 left unnotified, and the other vhost scenarios that it never loops
     Nested("x86_64-nested-vhost-iommu-arm64-pt",
            "the arm64 L2 in page-table mode (attach-table=on): its driver "
@@ -227,7 +227,7 @@ NESTED = {n.name: n for n in (
     VIOMMU_VFIO_AMD,
     # A device whose guest leaves INVALIDATEs unnotified refuses vhost-net's
     # IOTLB notifier: vhost-net's start fails and virtio-net moves the
-    # NIC's data in QEMU (QEMU patch 0039); before, QEMU ended as L2's
+    # NIC's data in QEMU (QEMU patch 0041); before, QEMU ended as L2's
     # driver started the NIC
     Nested("x86_64-nested-viommu-vhost-fallback",
            "L2 behind QEMU's own virtio-iommu-pci serving posted INVALIDATEs "

@@ -199,7 +199,7 @@ def _virtio(m: Machine, g: Guest, kind: str, extra: str) -> str:
 DISK_SERIAL = "tb-disk0"
 
 
-# Our build's edu takes 1 ms a DMA (QEMU patch 0048), not 100: the VFIO
+# Our build's edu takes 1 ms a DMA (QEMU patch 0050), not 100: the VFIO
 # selftests wait for each of theirs, some hundreds a boot (the nested bed's
 # L2 QEMU, ours too, gets the same as TB_L2_EDU)
 EDU_PATCHED = "edu,dma-delay-ms=1"

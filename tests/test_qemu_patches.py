@@ -80,7 +80,7 @@ BAD_CONFIGS = {
         "attach-table-posted-inval needs attach-table=on, and none of",
     "attach-table=on,attach-table-formats=0x2":
         "attach-table-formats 0x2: this QEMU walks the formats of mask 0x18 only",
-    # patch 0049: the busy loop is the kernel device's worker's
+    # patch 0051: the busy loop is the kernel device's worker's
     "poll-us=50": "poll-us needs vhost=on",
 }
 
@@ -782,7 +782,7 @@ def test_no_room_for_head_or_tail_is_used_len_0(rig_factory, kind, side):
 
 
 # A vhost device running when an IOMMU region appears under it (qemu/patches
-# 0039): a guest puts an endpoint that was in bypass into a page-table
+# 0041): a guest puts an endpoint that was in bypass into a page-table
 # domain while its vhost-net runs. Linux does not (it unbinds the driver,
 # which resets the device, first); a hostile guest may. The vhost-net here
 # is served by testbed/vhost_user.py, which records the device IOTLB
@@ -1054,7 +1054,7 @@ def test_table_entry_withholding_an_access(rig_factory, vhost_user_backend, case
 
 # MAP's ranges on granule boundaries (the virtio-iommu's granule is 4K
 # here): virt_start, phys_start and virt_end + 1, else RANGE (qemu/patches
-# 0047; QEMU 7.2 took them, and an entry, a whole granule, then carried
+# 0049; QEMU 7.2 took them, and an entry, a whole granule, then carried
 # the permission of whichever mapping it was made from)
 MAP_ALIGNMENT = {
     "aligned": (IOVA, IOVA + 0xfff, 0x400000, qt.S_OK),
@@ -1074,7 +1074,7 @@ def test_map_not_on_the_granule_is_range(rig_factory, case):
 
 @pytest.mark.parametrize("delay_ms", [None, 2])
 def test_edu_dma_delay(delay_ms):
-    """Patch 0048: dma-delay-ms is how long an edu DMA takes in virtual
+    """Patch 0050: dma-delay-ms is how long an edu DMA takes in virtual
     time, 100 ms by default: a millisecond before the delay has passed
     the transfer has not happened, once it has the data is there."""
     board = qt.BOARDS["q35"]

@@ -34,7 +34,7 @@ iommu=
 # L2's edu: QEMU's own, or (TB_L2_VFIO=1) ours, the edu L0 put behind its
 # IOMMU, assigned to L2 with vfio-pci: vhost-iommu then hands L2's domain
 # to our VFIO container, and L0's IOMMU walks the composed table. QEMU's
-# is TB_L2_EDU: 1 ms a DMA (our QEMU patch 0048), not 100
+# is TB_L2_EDU: 1 ms a DMA (our QEMU patch 0050), not 100
 edu="-device $TB_L2_EDU"
 # TB_L2_HOTPLUG=1: a root port for L2's pci-hotplug step to plug an edu in
 hotplug=
@@ -105,11 +105,11 @@ hotplug_refused() {
 
 # TB_L2_REFUSALS=1: a device that keeps translations of its own (VFIO's
 # container) has its IOMMU notifier refused by a virtio-iommu whose guest
-# would not tell it of every change (QEMU patches 0032, 0035, 0036): QEMU
+# would not tell it of every change (QEMU patches 0032, 0036, 0038): QEMU
 # ends with the reason instead of letting the copy go stale. With
 # boot-bypass=on (the default) VFIO would ask for its notifier only when
 # the guest attaches the edu, so it asks the IOMMU while the edu is
-# realized (patch 0037), cold-plugged or hotplugged; with boot-bypass=off
+# realized (patch 0039), cold-plugged or hotplugged; with boot-bypass=off
 # the edu's address space is the IOMMU's from the start, and the answer is
 # the same. The controls: the configuration this scenario's L2 runs with
 # is admitted, cold-plugged and hotplugged.
@@ -252,7 +252,7 @@ LIST
 # TB_L2_VHOST_REFUSED=<the device's reason>: the IOMMU refuses vhost-net's
 # IOTLB notifier, as it would not tell it of every unmap; vhost-net fails
 # to start and virtio-net serves the NIC in QEMU, where translations stay
-# right (QEMU patch 0039; QEMU ended before). The NIC's data checks in L2
+# right (QEMU patch 0041; QEMU ended before). The NIC's data checks in L2
 # and L1's upload check prove the fallback moves data.
 if [ -n "$TB_L2_VHOST_REFUSED" ]; then
 	check "QEMU refused vhost-net's IOTLB notifier, with the device's reason" \
@@ -326,7 +326,7 @@ if [ "$TB_L2_VHOST" = 1 ]; then
 		check "the edu was a VFIO endpoint of the kernel device (dma=vfio, in a domain)" \
 			grep -q 'domain=[0-9].* dma=vfio ' /tmp/vstats
 	fi
-	# poll-us (QEMU patch 0049): the worker's busy loop found requests
+	# poll-us (QEMU patch 0051): the worker's busy loop found requests
 	# L2 did not notify; without it the worker never loops
 	case "$TB_L2_IOMMU" in
 	*poll-us=*)
