@@ -106,7 +106,7 @@ bench-vhost: tree
 bench-nested: tree
 	$(TB) bench-nested $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
-# Boots our patched QEMU (both emulators) and the arm64 kernel.
+# Boots both of our QEMU emulators and the arm64 kernel.
 bench-mmio: export TB_FULL = 1
 bench-mmio: tree qemu
 	$(TB) bench-mmio $(if $(SECONDS),--seconds $(SECONDS)) $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(ARCH),--arch $(ARCH))

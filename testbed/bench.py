@@ -322,8 +322,6 @@ def viommu(threads: int = 2, seconds: int = 20, build: bool = True, rounds: int 
     """
     runs = with_counting_boots([(key, BENCH_ROW_SCENARIOS[key]) for key in BENCH_ROWS],
                                BENCH_COUNT_SCENARIOS)
-    if build and any(qemu.MACHINES[sc.machine].patched for _, sc in runs):
-        qemu_build.build()
 
     def row_of(key: tuple, result: boot.Result) -> dict:
         return count_row(*key[0], result) if is_counting(key) else viommu_row(*key, result)
@@ -487,6 +485,7 @@ def measure_rounds(runs: list[tuple[tuple, Scenario]], row_of, threads: int, sec
     targets = sorted({sc.kernel for _, sc in runs})
     if build:
         kernel.build_all(targets)
+        qemu_build.build(sorted({qemu.MACHINES[sc.machine].qemu for _, sc in runs}))
     for target in targets:
         initramfs.base_image(target)
     measured: dict[tuple, list[dict]] = {}
@@ -680,6 +679,7 @@ def vhost(seconds: float = 5, build: bool = True) -> Path:
     sc = BENCH_VHOST
     if build:
         kernel.build_all([sc.kernel])
+        qemu_build.build([qemu.MACHINES[sc.machine].qemu])
     initramfs.base_image(sc.kernel)
     sc = dataclasses.replace(sc, timeout_s=int(3 * seconds) + 120,
                              env={**sc.env, "TB_BENCH_SECONDS": str(seconds)})
@@ -1094,8 +1094,6 @@ def throughput(seconds: int = 5, build: bool = True, rounds: int = 3,
     runs = [(key, timed(sc)) for key, sc in tput_runs(TPUT_SCENARIOS, rows_)]
     floor = [run for run in runs if run[0][0] == "none"]
     judged = [run for run in runs if run[0][0] != "none"]
-    if build:
-        qemu_build.build()
     measured, errors = measure_rounds(floor + judged + floor, tput_row, 1, seconds, rounds,
                                       build, prepare=lambda sc, threads, secs: sc)
     if profile:

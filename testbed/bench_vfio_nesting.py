@@ -26,7 +26,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from . import boot, initramfs, kernel
+from . import boot, initramfs, kernel, qemu_build
 from .bench import median_of, write_rows
 from .scenarios import SCENARIOS
 from .shell import StepError, step
@@ -98,6 +98,7 @@ def run(seconds: float = 2, rounds: int = 3, build: bool = True) -> Path:
     """Boot each IOMMU's scenario with the bench step; write nested.json."""
     if build:
         kernel.build_all(["x86_64"])
+        qemu_build.build(["qemu-system-x86_64"])
     initramfs.base_image("x86_64")
     rows, errors = [], []
     for iommu, name in IOMMUS:

@@ -133,9 +133,9 @@ def run_scenario(name: str | Scenario) -> Result:
     if not target.image_path.exists():
         raise StepError(f"kernel {sc.kernel} is not built: make kernel-{sc.kernel}")
     machine = qemu.MACHINES[sc.machine]
-    if machine.patched and not Path(qemu.executable(machine)).exists():
+    if not Path(qemu.executable(machine)).exists():
         full = " TB_FULL=1" if machine.qemu.endswith("aarch64") else ""
-        raise StepError(f"{sc.name} needs our patched {machine.qemu}: make qemu{full}")
+        raise StepError(f"{sc.name} needs our {machine.qemu}: make qemu{full}")
     work = paths.IMAGES / "scenarios" / sc.name
     work.mkdir(parents=True, exist_ok=True)
     log = paths.LOGS / f"{sc.name}.log"

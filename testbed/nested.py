@@ -2,7 +2,7 @@
 """The nested test bed: vhost-iommu serving a real guest.
 
 An L1 guest (TCG) boots our x86_64 kernel as the host kernel, with an
-initramfs that carries our patched qemu-system-x86_64 (its shared libraries
+initramfs that carries our qemu-system-x86_64 (its shared libraries
 found with ldd, the firmware it loads) and an L2 kernel and initramfs. L1's
 step (guest/nested/nested-l2.sh) loads vhost_iommu and vhost_net, sets up a
 tap with an HTTP server behind it, and runs QEMU (TCG) for the L2 guest
@@ -370,7 +370,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
 
     exe = qemu_build.binary(board.qemu)
     if not exe.exists():
-        raise StepError("the nested bed needs our patched QEMU: make qemu")
+        raise StepError("the nested bed needs our QEMU: make qemu")
     if not target.image_path.exists():
         raise StepError(f"kernel {target.name} is not built: make "
                         f"kernel-{target.name}")
@@ -396,7 +396,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_QEMU": board.qemu,
         "TB_L2_MACHINE": board.machine,
         "TB_L2_CPU": board.cpu,
-        "TB_L2_EDU": qemu.EDU_PATCHED,
+        "TB_L2_EDU": qemu.EDU,
         "TB_L2_CONSOLE": board.console,
         "TB_L2_VHOST": "1" if n.vhost else "0",
         "TB_L2_APPEND": " ".join(a for a in (board.append, tmpl.append,

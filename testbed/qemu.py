@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """QEMU command lines: the one place that knows machines, IOMMUs and devices.
 
+Every machine boots our build of QEMU 10.0 (testbed/qemu_build.py: Debian
+13's source with qemu/patches), with the firmware of Debian's packages, so
+that no result depends on two QEMU versions: the IOMMU models we did not
+write (intel-iommu, amd-iommu, the SMMUv3) are that build's too.
+
 Everything runs under TCG: /dev/kvm exists on these machines but a Linux
 guest hangs under it. TB_KVM=1 asks for KVM anyway (x86_64 on x86_64 only).
 """
@@ -23,7 +28,6 @@ class Machine:
     cpu: str
     console: str
     iommu_device: str = ""     # a -device that is the IOMMU, if any
-    patched: bool = False      # runs our patched build (testbed/qemu_build.py)
     host_tsc: bool = False     # tell the guest the TSC frequency (see below)
     globals_: tuple[str, ...] = ()  # -global DRIVER.PROP=VALUE settings
 
@@ -34,39 +38,27 @@ class Machine:
 
 MACHINES = {m.name: m for m in (
     Machine("q35", "qemu-system-x86_64", "q35", "max", "ttyS0"),
-    # q35 without an IOMMU on our patched build: make bench-throughput's
-    # floor, on the same QEMU binary as the rows it is compared with.
-    Machine("q35-patched", "qemu-system-x86_64", "q35", "max", "ttyS0", patched=True),
     Machine("q35-virtio-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci"),
     # The request queue stops for a second before each ATTACH (QEMU patch
     # 0061, x-stall-attach-ms): an endpoint moved to another domain stays
     # in its old one until then, in MAP/UNMAP mode and with page tables.
     Machine("q35-virtio-iommu-stall-attach", "qemu-system-x86_64", "q35", "max",
-            "ttyS0", "virtio-iommu-pci,x-stall-attach-ms=1000", patched=True),
+            "ttyS0", "virtio-iommu-pci,x-stall-attach-ms=1000"),
     Machine("q35-virtio-iommu-pt-stall-attach", "qemu-system-x86_64", "q35",
             "max", "ttyS0",
-            "virtio-iommu-pci,attach-table=on,x-stall-attach-ms=1000",
-            patched=True),
-    # The same device on our patched build, in MAP/UNMAP mode: make run's
-    # reference row, on the QEMU binary of its page-table row
-    Machine("q35-virtio-iommu-patched", "qemu-system-x86_64", "q35", "max", "ttyS0",
-            "virtio-iommu-pci", patched=True),
+            "virtio-iommu-pci,attach-table=on,x-stall-attach-ms=1000"),
     # Caching mode: the guest driver must flush on map, as for any software
     # IOMMU. Coherent page walks (ECAP.C, which the model reports with
     # x-coherent-walks, QEMU patch 0056): the VT-d driver builds its
     # second-stage tables with generic_pt only for an IOMMU that says so.
     Machine("q35-intel-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
-            "intel-iommu,caching-mode=on,x-coherent-walks=on", patched=True),
-    # The same: make bench-throughput's hardware IOMMU reference, on the
-    # QEMU binary of the rows it stands beside
-    Machine("q35-intel-iommu-patched", "qemu-system-x86_64", "q35", "max",
-            "ttyS0", "intel-iommu,caching-mode=on,x-coherent-walks=on", patched=True),
+            "intel-iommu,caching-mode=on,x-coherent-walks=on"),
     # The model as QEMU ships it: caching mode, no ECAP.C. Its walks do not
     # say they snoop, so the driver keeps its own tables, which flush the
     # CPU caches they write.
     Machine("q35-intel-iommu-noncoherent", "qemu-system-x86_64", "q35", "max",
-            "ttyS0", "intel-iommu,caching-mode=on", patched=True),
+            "ttyS0", "intel-iommu,caching-mode=on"),
     Machine("q35-amd-iommu", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "amd-iommu"),
     Machine("virt", "qemu-system-aarch64", "virt,gic-version=3",
@@ -81,17 +73,17 @@ MACHINES = {m.name: m for m in (
     # (x-stall-request, QEMU patch 0055): MAP/UNMAP mode's late answer.
     Machine("virt-virtio-iommu-mmio", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-iommu=on", "max,pauth-impdef=on",
-            "ttyAMA0", "virtio-iommu-pci,x-stall-request=200", patched=True),
+            "ttyAMA0", "virtio-iommu-pci,x-stall-request=200"),
     # qemu/patches: the virtio-mmio transports offer MSI, their messages
     # going to the GIC ITS (Documentation/iommu/virtio-mmio-msi.rst).
     Machine("virt-mmio-msi", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-msi=on", "max,pauth-impdef=on",
-            "ttyAMA0", patched=True),
+            "ttyAMA0"),
     # Both: the transports behind the virtio-iommu offer MSI; their writes
     # go through the IOMMU, whose MSI region (the ITS doorbell) lets them by.
     Machine("virt-virtio-iommu-mmio-msi", "qemu-system-aarch64",
             "virt,gic-version=3,virtio-mmio-iommu=on,virtio-mmio-msi=on",
-            "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci", patched=True),
+            "max,pauth-impdef=on", "ttyAMA0", "virtio-iommu-pci"),
     # The same on x86: microvm's virtio-mmio transports behind a
     # virtio-iommu on its PCIe bus, each transport an endpoint named in the
     # ACPI VIOT table (qemu/patches; microvm's PCIe needs ACPI).
@@ -101,34 +93,34 @@ MACHINES = {m.name: m for m in (
     # (x-stall-request, QEMU patch 0055): MAP/UNMAP mode's late answer.
     Machine("microvm-virtio-iommu-mmio", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on,virtio-mmio-iommu=on,virtio-mmio-msi=on",
-            "max", "ttyS0", "virtio-iommu-pci,x-stall-request=200", patched=True,
+            "max", "ttyS0", "virtio-iommu-pci,x-stall-request=200",
             host_tsc=True),
     # MSI for microvm's virtio-mmio transports, no IOMMU: the guest takes
     # the vectors from the local APICs' vector domain (PCIe for make
     # bench-mmio's virtio-pci row).
     Machine("microvm-mmio-msi", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on,virtio-mmio-msi=on", "max", "ttyS0",
-            patched=True, host_tsc=True),
+            host_tsc=True),
     # Device configurations a guest driver must cope with, on microvm's PCIe
     # bus: a 64K granule on 4K guests (QEMU's granule property), and two
     # domain IDs for more groups than that (qemu/patches 0005).
     Machine("microvm-virtio-iommu-64k", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
-            "virtio-iommu-pci,granule=64k", patched=True, host_tsc=True),
+            "virtio-iommu-pci,granule=64k", host_tsc=True),
     Machine("microvm-virtio-iommu-2ids", "qemu-system-x86_64",
             "microvm,acpi=on,pcie=on", "max", "ttyS0",
             "virtio-iommu-pci,domain-range-start=5,domain-range-end=6",
-            patched=True, host_tsc=True),
+            host_tsc=True),
     # Page-table sharing (qemu/patches 0008-0015): the virtio-iommu offers
     # ATTACH_TABLE and walks the guest's tables with the walk of QEMU's
     # own IOMMU model of the format: VT-d second level and AMD v1 on q35
     # (the VT-d and AMD IOMMU models'), Arm long descriptor on virt (the
     # SMMUv3 model's).
     Machine("q35-virtio-iommu-pt", "qemu-system-x86_64", "q35", "max", "ttyS0",
-            "virtio-iommu-pci,attach-table=on", patched=True),
+            "virtio-iommu-pci,attach-table=on"),
     Machine("virt-virtio-iommu-pt", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
-            "virtio-iommu-pci,attach-table=on", patched=True),
+            "virtio-iommu-pci,attach-table=on"),
     # The q35 device offering AMD v1 alone (attach-table-formats, bit 4), so
     # that the guest builds AMD v1 tables, walked by the AMD IOMMU model's walk.
     # It stops its request queue for 3 s before the 200th UNMAP or
@@ -136,7 +128,7 @@ MACHINES = {m.name: m for m in (
     # the guest must wait for (boot.stall_checks).
     Machine("q35-virtio-iommu-pt-amd", "qemu-system-x86_64", "q35", "max", "ttyS0",
             "virtio-iommu-pci,attach-table=on,attach-table-formats=0x10,"
-            "x-stall-request=200", patched=True),
+            "x-stall-request=200"),
     # The same device saying it caches non-present entries (INVAL_MAP): the
     # guest must invalidate what it maps, or its device's accesses fault.
     # Its NIC's virtqueues are packed rings: virtio_ring's packed paths
@@ -144,24 +136,22 @@ MACHINES = {m.name: m for m in (
     # copied into slots) run there.
     Machine("q35-virtio-iommu-pt-invalmap", "qemu-system-x86_64", "q35", "max",
             "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-inval-map=on",
-            patched=True, globals_=("virtio-net-pci.packed=on",)),
+            globals_=("virtio-net-pci.packed=on",)),
     # The same device caching no translation (NO_CACHE, QEMU patch 0036):
     # the guest sends no INVALIDATE for the leaves it clears.
     Machine("q35-virtio-iommu-pt-nocache", "qemu-system-x86_64", "q35", "max",
-            "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on",
-            patched=True),
+            "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on"),
     # The same device keeping its IOTLB but serving the request queue
     # before each translation (POSTED_INVAL, QEMU patch 0038): the guest
     # leaves the INVALIDATEs of its unmaps unnotified.
     Machine("q35-virtio-iommu-pt-posted", "qemu-system-x86_64", "q35", "max",
-            "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on",
-            patched=True),
+            "ttyS0", "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on"),
     Machine("virt-virtio-iommu-pt-nocache", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
-            "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on", patched=True),
+            "virtio-iommu-pci,attach-table=on,attach-table-no-cache=on"),
     Machine("virt-virtio-iommu-pt-posted", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
-            "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on", patched=True),
+            "virtio-iommu-pci,attach-table=on,attach-table-posted-inval=on"),
 )}
 
 
@@ -202,8 +192,7 @@ DISK_SERIAL = "tb-disk0"
 # Our build's edu takes 1 ms a DMA (QEMU patch 0050), not 100: the VFIO
 # selftests wait for each of theirs, some hundreds a boot (the nested bed's
 # L2 QEMU, ours too, gets the same as TB_L2_EDU)
-EDU_PATCHED = "edu,dma-delay-ms=1"
-
+EDU = "edu,dma-delay-ms=1"
 
 def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
     if dev == "blk":
@@ -213,7 +202,7 @@ def device_args(m: Machine, g: Guest, dev: str) -> list[str]:
         extra = "netdev=net0" + (",romfile=" if g.transport == "pci" else "")
         return ["-netdev", "user,id=net0", "-device", _virtio(m, g, "net", extra)]
     if dev == "edu":
-        return ["-device", EDU_PATCHED if m.patched else "edu"]
+        return ["-device", EDU]
     raise ValueError(f"unknown device {dev!r}")
 
 
@@ -229,10 +218,8 @@ def host_tsc_khz() -> int | None:
 
 
 def executable(m: Machine) -> str:
-    """Debian's QEMU, or our patched build for a machine that needs it."""
-    if m.patched:
-        return str(qemu_build.binary(m.qemu))
-    return m.qemu
+    """Our build of @m's system emulator (testbed/qemu_build.py)."""
+    return str(qemu_build.binary(m.qemu))
 
 
 def command(m: Machine, g: Guest) -> list[str]:
@@ -255,10 +242,10 @@ def command(m: Machine, g: Guest) -> list[str]:
            "-serial", f"file:{g.console_log}",
            "-kernel", str(g.kernel), "-initrd", str(g.initrd),
            "-append", append]
-    if m.patched:
-        # Run from its build tree, our QEMU looks for firmware there only:
-        # take Debian's (microvm boots with qboot.rom and linuxboot_dma.bin).
-        cmd += qemu_build.firmware_args()
+    # Run from its build tree, our QEMU looks for firmware there only: take
+    # Debian's (q35 boots with SeaBIOS, microvm with qboot.rom, both with
+    # linuxboot_dma.bin).
+    cmd += qemu_build.firmware_args()
     if m.iommu_device:
         # The IOMMU goes first: QEMU wants it before the devices it serves.
         cmd += ["-device", m.iommu_device]

@@ -3,10 +3,11 @@
 QEMU 10.0 (the version qemu/VERSION pins), patched, built for the targets
 that need it.
 
-The scenarios use Debian's QEMU, a device we did not write, wherever it has
-what a test needs. Where it lacks a device side (virtio-mmio transports
-behind virtio-iommu, on arm virt and on x86 microvm), qemu/patches adds it
-and only those scenarios boot this build (qemu.Machine.patched).
+Every scenario, benchmark and the nested bed boot this build (testbed/qemu.py),
+so that no result depends on two QEMU versions: where a test needs a device
+we did not write (intel-iommu, amd-iommu, the SMMUv3, virtio-iommu as QEMU
+ships it), it is this build's, with our patches' options left off. Only the
+firmware is Debian's (FIRMWARE).
 """
 
 from __future__ import annotations

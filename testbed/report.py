@@ -188,15 +188,14 @@ def render(results: list[boot.Result], build_s: float) -> str:
     return "\n".join(lines)
 
 
-def build(target_name: str, patched_qemu: bool) -> float:
-    """Assemble the tree, build the kernel @target_name, our QEMU if asked,
-    and the guest image; the seconds it took."""
+def build(target_name: str) -> float:
+    """Assemble the tree, build the kernel @target_name, our QEMU and the
+    guest image; the seconds it took."""
     t0 = time.monotonic()
     with step("tree"):
         tree.assemble()
     kernel.build(kernel.TARGETS[target_name])
-    if patched_qemu:
-        qemu_build.build()
+    qemu_build.build()
     with step("guest image"):
         initramfs.base_image(target_name)
     return time.monotonic() - t0
@@ -205,7 +204,7 @@ def build(target_name: str, patched_qemu: bool) -> float:
 def main() -> int:
     from .scenarios import RUN_SCENARIOS
 
-    build_s = build("x86_64", True)
+    build_s = build("x86_64")
     # Two boots side by side: each keeps about one CPU busy
     pool = BootPool(default_jobs())
     pool.plan([(n, partial(boot.run_scenario, RUN_SCENARIOS[n]), False) for n in RUN])
@@ -276,7 +275,7 @@ def render_vhost(result, build_s: float) -> str:
 def main_vhost() -> int:
     from . import nested
     # L1 runs our QEMU; L1 and L2 both boot the x86_64 kernel
-    build_s = build("x86_64", True)
+    build_s = build("x86_64")
     with step(f"boot {VHOST_SCENARIO}"):
         result = nested.run(VHOST_SCENARIO)
     print(render_vhost(result, build_s))

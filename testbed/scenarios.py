@@ -139,7 +139,7 @@ KUNIT_SMMUV3_MUST_RUN = ("arm-smmu-v3-gpt.gpt_test_unmap_only_empty_tables",
                          "arm-smmu-v3-gpt.gpt_test_queued_unmap_merges")
 
 
-# QEMU 7.2 puts only PCI functions behind a virtio-iommu; qemu/patches adds
+# QEMU puts only PCI functions behind a virtio-iommu; qemu/patches adds
 # virtio-mmio transports (endpoint IDs from 0x10000, an "iommus" property in
 # the device tree). The disk and NIC sit on those, the edu on PCI: both
 # kinds of endpoint behind one IOMMU.
@@ -615,7 +615,7 @@ RUN_STEPS = ("iommu-info", "blk", "net", "vfio-edu", "viommu-stats")
 RUN_SCENARIOS = {s.name: s for s in (
     _sc("x86_64-run-map-unmap",
         "MAP/UNMAP mode: a MAP and an UNMAP request for each DMA mapping",
-        "q35-virtio-iommu-patched", "x86_64", RUN_STEPS,
+        "q35-virtio-iommu", "x86_64", RUN_STEPS,
         devices=("blk", "net", "edu"), fault="virtio-iommu",
         append=VFIO_UNSAFE_IRQS, extra_trace=PT_TRACE,
         env={"TB_VIOMMU_DOMAIN": "dma-lazy"}),
@@ -748,8 +748,8 @@ TPUT_ROWS = {("pt", "strict"): ("q35-virtio-iommu-pt", "iommu.strict=1"),
              # The reference beside them: an emulated hardware IOMMU, whose
              # guest driver does the same DMA API work (strict: QEMU's
              # intel-iommu has caching mode, which the driver makes strict)
-             ("intel-iommu", "strict"): ("q35-intel-iommu-patched", ""),
-             ("none", "-"): ("q35-patched", "")}
+             ("intel-iommu", "strict"): ("q35-intel-iommu", ""),
+             ("none", "-"): ("q35", "")}
 TPUT_SCENARIOS = {
     key: _sc(f"bench-tput-{key[0]}-{key[1]}".rstrip("-"),
              f"disk and NIC throughput, IOMMU {key[0]}, {key[1]} domains",
