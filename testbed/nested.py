@@ -393,6 +393,8 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
     env = {
         "TB_STEPS": "nested-l2",
         "TB_L2_IOMMU": n.iommu,
+        "TB_L2_IOMMU_GLOBALS": " ".join(qemu.iommu_globals(board.machine,
+                                                           n.iommu)),
         "TB_L2_QEMU": board.qemu,
         "TB_L2_MACHINE": board.machine,
         "TB_L2_CPU": board.cpu,

@@ -130,6 +130,30 @@ def test_every_machine_boots_our_qemu_with_debians_firmware(tmp_path):
         assert ls == list(qemu_build.FIRMWARE), m.name
 
 
+def test_q35_and_virt_iommus_keep_qemu_7_2_defaults(tmp_path):
+    """QEMU 10.0's machine types changed what the IOMMUs offer the guest:
+    the machines set 7.2's values, and only where that IOMMU is."""
+    g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
+              console_log=tmp_path / "log")
+
+    def globals_of(name):
+        cmd = command(MACHINES[name], g)
+        return [cmd[i + 1] for i, a in enumerate(cmd) if a == "-global"]
+
+    for name in ("q35-virtio-iommu", "q35-virtio-iommu-pt", "virt-virtio-iommu",
+                 "virt-virtio-iommu-pt"):
+        assert "virtio-iommu-pci.aw-bits=64" in globals_of(name), name
+    assert "intel-iommu.aw-bits=39" in globals_of("q35-intel-iommu")
+    assert globals_of("q35-intel-iommu") == ["intel-iommu.aw-bits=39"]
+    # microvm's default is 7.2's; no IOMMU, no setting (an unused
+    # intel-iommu global would make QEMU warn)
+    for name in ("microvm-virtio-iommu-64k", "q35", "q35-amd-iommu", "virt-smmuv3"):
+        assert globals_of(name) == [], name
+    # The packed rings' setting stays beside them
+    assert globals_of("q35-virtio-iommu-pt-invalmap") == [
+        "virtio-iommu-pci.aw-bits=64", "virtio-net-pci.packed=on"]
+
+
 def test_qemu_command_puts_virtio_on_mmio_behind_the_iommu(tmp_path):
     g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
               console_log=tmp_path / "log", devices=("blk", "net", "edu"),

@@ -31,6 +31,11 @@ noreboot=-no-reboot
 # No IOMMU in L2 (the bench's floor): no -device for it
 iommu=
 [ -n "$TB_L2_IOMMU" ] && iommu="-device $TB_L2_IOMMU"
+# and the -global settings that keep QEMU 7.2's defaults for it on L2's
+# board (testbed/qemu.py, IOMMU_DEFAULTS): DRIVER.PROP=VALUE, space-separated
+for setting in $TB_L2_IOMMU_GLOBALS; do
+	iommu="$iommu -global $setting"
+done
 # L2's edu: QEMU's own, or (TB_L2_VFIO=1) ours, the edu L0 put behind its
 # IOMMU, assigned to L2 with vfio-pci: vhost-iommu then hands L2's domain
 # to our VFIO container, and L0's IOMMU walks the composed table. QEMU's
