@@ -82,6 +82,9 @@ BAD_CONFIGS = {
         "attach-table-formats 0x2: this QEMU walks the formats of mask 0x18 only",
     # patch 0051: the busy loop is the kernel device's worker's
     "poll-us=50": "poll-us needs vhost=on",
+    # patch 0061: with vhost=on the kernel serves the queue, not QEMU
+    "x-stall-attach-ms=1000,vhost=on":
+        "x-stall-request, x-stall-attach-ms: the kernel serves the queue",
 }
 
 
@@ -1097,3 +1100,38 @@ def test_edu_dma_delay(delay_ms):
         assert q.read(dst, 8) == b"edu-dma!"
     finally:
         q.close()
+
+
+def _stalled_attach(r: Rig, req: bytes, ms: int) -> int:
+    """Offer @req (an ATTACH), check that it waits @ms of virtual time,
+    and return its status."""
+    r.v.post(req)
+    r.q.writen(r.v.req.notify, 2, 0)
+    assert r.v.posted_status() is None, "the ATTACH was served at once"
+    r.q.clock_step((ms - 1) * 1_000_000)
+    assert r.v.posted_status() is None, "the ATTACH was served early"
+    r.q.clock_step(1_000_000)
+    status = r.v.posted_status()
+    assert status is not None, "the ATTACH was not served once the queue ran"
+    return status
+
+
+def test_stall_attach_stops_the_queue_before_each_attach(rig_factory):
+    """Patch 0061: x-stall-attach-ms=M stops the request queue for M ms of
+    virtual time before every ATTACH, which is served when the queue runs
+    again, not stopped a second time; other requests are not stopped."""
+    r = rig_factory("q35", "x-stall-attach-ms=50", frozenset())
+    assert _stalled_attach(r, qt.attach(1, EDU_EP), 50) == qt.S_OK
+    assert r.v.status(qt.map_req(1, IOVA, IOVA + 0xfff, r.data(0))) == qt.S_OK
+    assert r.v.status(qt.unmap_req(1, IOVA, IOVA + 0xfff)) == qt.S_OK
+    # the endpoint moved to another domain: stopped again
+    assert _stalled_attach(r, qt.attach(2, EDU_EP), 50) == qt.S_OK
+    assert r.v.status(qt.detach(2, EDU_EP)) == qt.S_OK
+
+
+def test_stall_attach_stops_attach_table_too(rig_factory):
+    """ATTACH_TABLE is an ATTACH: it waits as long."""
+    r = rig_factory("q35", "attach-table=on,x-stall-attach-ms=20")
+    t = Tables(r.q, qt.PGTF_VTD_SL, 48)
+    assert _stalled_attach(r, qt.attach_table(1, EDU_EP, qt.PGTF_VTD_SL, t.root, 48),
+                           20) == qt.S_OK
