@@ -1135,3 +1135,69 @@ def test_stall_attach_stops_attach_table_too(rig_factory):
     t = Tables(r.q, qt.PGTF_VTD_SL, 48)
     assert _stalled_attach(r, qt.attach_table(1, EDU_EP, qt.PGTF_VTD_SL, t.root, 48),
                            20) == qt.S_OK
+
+
+class _StraddlingNet(qt.VirtioPci):
+    """A virtio-net-pci whose transmit queue (1) has its rings at IOVA
+    STRADDLE_IOVA: the descriptors, the available ring and the buffer in
+    its first page, the used ring 8 bytes before its second, so that used
+    element 0 straddles the two (its id in the first page, its length in
+    the second)."""
+
+    def _queue(self, index: int) -> qt.Queue:
+        if index != 1:
+            return super()._queue(index)
+        q, c = self.q, self.caps[qt.CAP_COMMON]
+        q.writen(c + 0x16, 2, index)
+        q.writen(c + 0x18, 2, qt.QSIZE)
+        desc, avail, used = STRADDLE_IOVA, STRADDLE_IOVA + 0x100, STRADDLE_IOVA + 0xff8
+        for off, val in ((0x20, desc), (0x28, avail), (0x30, used)):
+            q.writen(c + off, 4, val & 0xffffffff)
+            q.writen(c + off + 4, 4, val >> 32)
+        notify_off = q.readn(c + 0x1e, 2)
+        q.writen(c + 0x1c, 2, 1)
+        return qt.Queue(index, desc, avail, used,
+                        self.caps[qt.CAP_NOTIFY] + notify_off * self.notify_mult)
+
+
+STRADDLE_IOVA = 0x10000000
+
+
+def test_used_element_across_iommu_pages_lands_in_both(rig_factory):
+    """Patch 0062: a virtio ring access that crosses an IOMMU page goes,
+    past the boundary, where the next IOVA page maps, not to the memory
+    that follows the first page. The used ring's second IOVA page maps
+    two pages after the first; the page between must stay untouched."""
+    r = rig_factory("q35", "", frozenset(), extra=(
+        "-netdev", "user,id=n0",
+        "-device", f"virtio-net-pci,addr={NET_DEVFN >> 3:#x}.0,netdev=n0,"
+                   "disable-legacy=on,iommu_platform=on,romfile="))
+    first, between, second = r.data(0), r.data(0) + 0x1000, r.data(0) + 0x2000
+    r.q.write(first, bytes(0x1000))
+    r.q.write(between, b"\xff" * 0x1000)
+    r.q.write(second, b"\xff" * 0x1000)
+    rings = r.ram + NET_RINGS
+    assert r.v.status(qt.attach(1, NET_EP)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, rings, rings + 0x7fff, rings)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, STRADDLE_IOVA, STRADDLE_IOVA + 0xfff,
+                                 first)) == qt.S_OK
+    assert r.v.status(qt.map_req(1, STRADDLE_IOVA + 0x1000, STRADDLE_IOVA + 0x1fff,
+                                 second)) == qt.S_OK
+    net = _StraddlingNet(r.q, NET_DEVFN, r.board.mmio + 0x2000000,
+                         {qt.VIRTIO_F_ACCESS_PLATFORM}, 2, NET_RINGS)
+    tx = net.queues[1]
+    # one frame: the 12-byte header of VERSION_1, then 60 bytes
+    r.q.write(first + 0x200, bytes(12) + b"\x52\x54\x00\x12\x34\x57" * 10)
+    r.q.write(first, struct.pack("<QIHH", STRADDLE_IOVA + 0x200, 72, 0, 0))
+    r.q.writen(first + 0x104, 2, 0)             # avail ring[0]: head 0
+    r.q.writen(first + 0x102, 2, 1)             # avail idx
+    r.q.writen(tx.notify, 2, 1)
+    for _ in range(100):
+        if r.q.readn(first + 0xffa, 2) == 1:    # used idx
+            break
+        r.q.clock_step(1_000_000)
+    assert r.q.readn(first + 0xffa, 2) == 1, "the frame was not sent"
+    # element 0: its id (0) in the first page, its length (0) in the second
+    assert r.q.read(first + 0xffc, 4) == bytes(4)
+    assert r.q.read(second, 4) == bytes(4)
+    assert r.q.read(between, 0x1000) == b"\xff" * 0x1000
