@@ -109,14 +109,15 @@ struct gpt_leaf {
  * @GPT_FMT_ARMV8: ARMv8 VMSA long descriptor, stage 1 or 2, 4K/16K/64K
  * @GPT_FMT_AMDV1: AMD IOMMU v1 (host) page table
  * @GPT_FMT_VTDSS: Intel VT-d second-stage page table
- * @GPT_FMT_NR: the number of formats
  */
 enum gpt_format {
 	GPT_FMT_ARMV8,
 	GPT_FMT_AMDV1,
 	GPT_FMT_VTDSS,
-	GPT_FMT_NR
 };
+
+/* How many formats there are (not a format: switches need not handle it) */
+#define GPT_FMT_NR	(GPT_FMT_VTDSS + 1)
 
 /* Flags for struct gpt_armv8_cfg */
 #define GPT_ARMV8_CONTIG	BIT(0)	/* use the contiguous hint (bit 52) */
