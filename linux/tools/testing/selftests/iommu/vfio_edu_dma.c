@@ -372,21 +372,27 @@ static int fail_once(const char *attr, bool arm)
 	return write_str("/proc/thread-self/make-it-fail", arm ? "1" : "0");
 }
 
+/* The number a sysfs, debugfs or tracefs file holds; -errno if none */
+static long read_long(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -EIO;
+}
+
 /* How many more failures the fault attribute at @attr would inject */
 static long fail_times_left(const char *attr)
 {
 	char path[PATH_MAX];
-	long left = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/times", attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &left) != 1)
-		left = -1;
-	fclose(f);
-	return left;
+	return read_long(path);
 }
 
 /*
@@ -1135,19 +1141,6 @@ static bool irqsoff_tracer(void)
 		buf[0] = 0;
 	close(fd);
 	return strstr(buf, "irqsoff");
-}
-
-static long read_long(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -EIO;
 }
 
 TEST_F_TIMEOUT(edu_iommufd, attach_replays_with_interrupts_on, 1200)
