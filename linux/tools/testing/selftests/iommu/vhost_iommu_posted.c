@@ -373,6 +373,61 @@ TEST_F_TIMEOUT(viommu, posted_map_serves_vhost_net, 120)
 	net_down(&n);
 }
 
+/*
+ * rst: a posted MAP the device refuses for lack of room (NOMEM) stops the
+ * DMA that needed it, not the queue for good: once the driver has unmapped
+ * something and made the MAP again, notified, the device tries the stopped
+ * access again by itself. The guest sends vhost-net no second kick.
+ */
+TEST_F_TIMEOUT(viommu, posted_refused_map_resumes_vhost_net, 120)
+{
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct vhost_iommu_config c = self->cfg;
+	struct net_dev n;
+	uint8_t got[2048];
+	uint64_t one = 1;
+	uint32_t on = 1;
+	int i;
+
+	renegotiate(_metadata, self, 1ULL << VIRTIO_IOMMU_F_POSTED_MAP,
+		    1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE);
+	c.max_mappings = 2;	/* vhost-net's ring and one more */
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_CONFIG, &c));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &on));
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	ASSERT_EQ(0, net_up(_metadata, self, &n));
+	ASSERT_EQ(OK, map(self, 7, 0x1000000, 0x1000000 + PG - 1,
+			  GPA_BASE + NET_OFF_BUF, RW));
+
+	/* The packet's MAP, posted, is refused: the frame cannot go out */
+	net_frame(pkt, 1);
+	post_map(self, 0, 7, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF,
+		 VIRTIO_IOMMU_MAP_F_READ);
+	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
+	n.avail->ring[0] = 0;
+	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	ASSERT_EQ(0, vq_wait_used(&self->rq, 1));
+	EXPECT_TRUE(used_is(self, 0, VIRTIO_IOMMU_S_NOMEM));
+	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING, FF_A | VIRTIO_IOMMU_FAULT_F_READ,
+		     NET_EP, NET_IOVA_BUF);
+	EXPECT_EQ(-1, tap_frame(&n.tap, got, sizeof(got), 300));
+	EXPECT_EQ(0, n.used->idx);
+
+	/* Room again, the MAP again: the frame comes out, byte for byte */
+	ASSERT_EQ(OK, unmap(self, 7, 0x1000000, 0x1000000 + PG - 1));
+	ASSERT_EQ(OK, map(self, 7, NET_IOVA_BUF, NET_IOVA_BUF + PG - 1,
+			  GPA_BASE + NET_OFF_BUF, VIRTIO_IOMMU_MAP_F_READ));
+	ASSERT_EQ(NET_FRAME, tap_frame(&n.tap, got, sizeof(got), 3000));
+	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
+	for (i = 0; i < 300 && __atomic_load_n(&n.used->idx, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(10000);
+	EXPECT_EQ(1, n.used->idx);
+	net_down(&n);
+}
+
 /* A counter of /sys/kernel/debug/vhost-iommu/totals, -1 without it */
 static long long total(const char *name)
 {
