@@ -240,6 +240,25 @@ static inline void viommu_maps_refused(struct viommu_maps *m, u64 start,
 		atomic_inc(&m->failed);
 }
 
+/**
+ * viommu_maps_resent() - a MAP the device refused goes to it again
+ * @m: the domain's MAPs
+ * @start: first address of the MAP
+ *
+ * Forgets the refusal: if the device refuses it again, the answer marks it
+ * again. Any context.
+ */
+static inline void viommu_maps_resent(struct viommu_maps *m, u64 start)
+{
+	int old;
+
+	if (!atomic_read(&m->failed))
+		return;
+	old = gpt_set_sw(&m->table, start, 0, GPT_SW_USER);
+	if (old >= 0 && (old & GPT_SW_USER))
+		atomic_dec(&m->failed);
+}
+
 static inline int viommu_maps_find_failed(const struct gpt_leaf *leaf,
 					  void *arg)
 {
@@ -275,6 +294,8 @@ struct viommu_maps_replay {
 	phys_addr_t pa;
 	int prot;
 	bool open;
+	bool refused;		/* the MAP under way was refused */
+	bool refused_only;	/* leave the others out */
 };
 
 /* Rebuild each MAP from its first and last pages */
@@ -288,12 +309,13 @@ static inline int viommu_maps_replay_page(const struct gpt_leaf *leaf,
 		r->pa = leaf->pa;
 		r->prot = leaf->prot;
 		r->open = true;
+		r->refused = leaf->sw & GPT_SW_USER;
 	}
 	if (!r->open || !(leaf->sw & GPT_SW_LAST))
 		return 0;
 	r->open = false;
 	/* A MAP the walk entered in its middle began before @from */
-	if (r->start < r->from)
+	if (r->start < r->from || (r->refused_only && !r->refused))
 		return 0;
 	return r->fn(r->start, leaf->iova + leaf->size - 1, r->pa, r->prot,
 		     r->arg);
@@ -315,6 +337,31 @@ static inline int viommu_maps_replay(struct viommu_maps *m, u64 from,
 	struct viommu_maps_replay r = { .fn = fn, .arg = arg, .from = from };
 
 	if (from > VIOMMU_TABLE_LAST)
+		return 0;
+	return gpt_walk(&m->table, from, VIOMMU_TABLE_LAST + 1 - from,
+			viommu_maps_replay_page, &r);
+}
+
+/**
+ * viommu_maps_replay_refused() - viommu_maps_replay() of the refused MAPs
+ * @m: the domain's MAPs
+ * @from: where to start, as for viommu_maps_replay()
+ * @fn: called with each MAP the device refused, as it was recorded
+ * @arg: passed to @fn
+ *
+ * Walks every page from @from on all the same: meant for the rare domain
+ * that has refusals (@m->failed).
+ *
+ * Return: 0, or what @fn returned when it stopped the walk.
+ */
+static inline int viommu_maps_replay_refused(struct viommu_maps *m, u64 from,
+					     viommu_map_fn fn, void *arg)
+{
+	struct viommu_maps_replay r = {
+		.fn = fn, .arg = arg, .from = from, .refused_only = true,
+	};
+
+	if (from > VIOMMU_TABLE_LAST || !atomic_read(&m->failed))
 		return 0;
 	return gpt_walk(&m->table, from, VIOMMU_TABLE_LAST + 1 - from,
 			viommu_maps_replay_page, &r);

@@ -1071,6 +1071,66 @@ static void viommu_test_maps_replay(struct kunit *test)
 	viommu_test_maps_done(test, &m);
 }
 
+/*
+ * The refused MAPs alone, as recorded, and each once: a MAP sent again is
+ * no longer refused until the device says so again
+ */
+static void viommu_test_maps_replay_refused(struct kunit *test)
+{
+	struct viommu_test_replayed r = {};
+	struct viommu_maps m;
+
+	viommu_test_maps_init(test, &m);
+	KUNIT_ASSERT_EQ(test, viommu_maps_add(&m, 0x1000, 0x1fff, 0x2000,
+					      IOMMU_READ, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, viommu_maps_add(&m, SZ_2M, SZ_4M + SZ_8K - 1,
+					      5 * SZ_2M, VIOMMU_TEST_RW,
+					      GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, viommu_maps_add(&m, SZ_1G, SZ_1G + SZ_4K - 1,
+					      SZ_1G, IOMMU_WRITE, GFP_KERNEL),
+			0);
+	/* None refused: no walk */
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay_refused(&m, 0,
+							 viommu_test_replay_fn,
+							 &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 0U);
+
+	viommu_maps_refused(&m, SZ_2M, -ENOMEM);
+	viommu_maps_refused(&m, SZ_1G, -ENOMEM);
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay_refused(&m, 0,
+							 viommu_test_replay_fn,
+							 &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, 2U);
+	KUNIT_EXPECT_EQ(test, r.start[0], (u64)SZ_2M);
+	KUNIT_EXPECT_EQ(test, r.last[0], (u64)SZ_4M + SZ_8K - 1);
+	KUNIT_EXPECT_EQ(test, r.pa[0], (u64)5 * SZ_2M);
+	KUNIT_EXPECT_EQ(test, r.prot[0], VIOMMU_TEST_RW);
+	KUNIT_EXPECT_EQ(test, r.start[1], (u64)SZ_1G);
+	KUNIT_EXPECT_EQ(test, r.prot[1], IOMMU_WRITE);
+
+	/* Sent again: one left; a MAP never refused changes nothing */
+	viommu_maps_resent(&m, SZ_2M);
+	viommu_maps_resent(&m, SZ_2M);
+	viommu_maps_resent(&m, 0x1000);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 1);
+	KUNIT_EXPECT_EQ(test, viommu_maps_error(&m, SZ_2M, SZ_4M - 1), 0);
+	r = (struct viommu_test_replayed){};
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay_refused(&m, 0,
+							 viommu_test_replay_fn,
+							 &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, 1U);
+	KUNIT_EXPECT_EQ(test, r.start[0], (u64)SZ_1G);
+	/* From past it, none */
+	r = (struct viommu_test_replayed){};
+	KUNIT_EXPECT_EQ(test, viommu_maps_replay_refused(&m, SZ_1G + SZ_4K,
+							 viommu_test_replay_fn,
+							 &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 0U);
+	viommu_maps_resent(&m, SZ_1G);
+	KUNIT_EXPECT_EQ(test, atomic_read(&m.failed), 0);
+	viommu_test_maps_done(test, &m);
+}
+
 static struct kunit_case viommu_maps_cases[] = {
 	KUNIT_CASE(viommu_test_maps_exact),
 	KUNIT_CASE(viommu_test_maps_overlap),
@@ -1078,6 +1138,7 @@ static struct kunit_case viommu_maps_cases[] = {
 	KUNIT_CASE(viommu_test_maps_refused),
 	KUNIT_CASE(viommu_test_maps_inside_block),
 	KUNIT_CASE(viommu_test_maps_replay),
+	KUNIT_CASE(viommu_test_maps_replay_refused),
 	{}
 };
 

@@ -237,6 +237,8 @@ static int viommu_replay_one(u64 start, u64 last, phys_addr_t pa, int prot,
 			       viommu_prot_flags(prot));
 	if (ret)
 		return ret;
+	/* Sent again: a refusal of it is the device's answer to this one */
+	viommu_maps_resent(&b->vdomain->maps, start);
 	b->left--;
 	b->next = last + 1;
 	return 0;
@@ -287,6 +289,54 @@ static int viommu_replay_mappings(struct viommu_domain *vdomain)
 	if (ret)
 		viommu_set_endpoints(vdomain, 0);
 	return ret;
+}
+
+/*
+ * A posted MAP the device refused (NOMEM: its budget of mappings or table
+ * pages was spent) left a range the DMA API holds mapped and the device
+ * does not: the DMA through it stopped, and with vhost-net the queue
+ * behind it. After an UNMAP of the domain freed room, send the refused
+ * MAPs again, notified; the device restarts what stopped on them
+ * (virtio-iommu.rst, "Posted MAP"). Meanwhile the domain's MAPs are
+ * notified and waited for, so that a refusal fails its map up front.
+ *
+ * In batches, as the replay, which the mutex keeps out: the replay lock
+ * keeps map_pages() and unmap_pages() out of the table while a batch is
+ * walked and queued. A refused MAP they unmap meanwhile is unmapped after
+ * its MAP, in queue order.
+ */
+static void viommu_resend_refused(struct work_struct *work)
+{
+	struct viommu_domain *vdomain = container_of(work, struct viommu_domain,
+						     resend_work);
+	struct viommu_replay_batch b = { .vdomain = vdomain };
+	struct viommu_dev *viommu;
+	unsigned int batch;
+	unsigned long flags;
+	int ret;
+
+	mutex_lock(&vdomain->mutex);
+	viommu = vdomain->viommu;
+	if (!viommu)
+		goto out_unlock;
+	batch = max(viommu->nr_slots / 2, 1U);
+	do {
+		b.left = batch;
+		write_lock_irqsave(&vdomain->replay_lock, flags);
+		/* Only what the device held: a replay sends the rest */
+		ret = -ENODEV;
+		if (vdomain->viommu && vdomain->nr_endpoints &&
+		    vdomain->replayed_to == U64_MAX)
+			ret = viommu_maps_replay_refused(&vdomain->maps, b.next,
+							 viommu_replay_one, &b);
+		write_unlock_irqrestore(&vdomain->replay_lock, flags);
+		if (ret < 0)
+			break;
+		atomic64_add(batch - b.left, &vdomain->stats.resent);
+		ret = viommu_sync(viommu, true, false) ?: ret;
+	} while (ret == VIOMMU_REPLAY_FULL);
+out_unlock:
+	mutex_unlock(&vdomain->mutex);
 }
 
 /* Identity-map everything but the endpoint's reserved regions. */
@@ -590,6 +640,7 @@ static struct viommu_domain *viommu_domain_new(void)
 	INIT_LIST_HEAD(&vdomain->list);
 	spin_lock_init(&vdomain->limbo_lock);
 	INIT_LIST_HEAD(&vdomain->limbo);
+	INIT_WORK(&vdomain->resend_work, viommu_resend_refused);
 	return vdomain;
 
 err_counts:
@@ -722,6 +773,7 @@ static void viommu_domain_free(struct iommu_domain *domain)
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 	struct viommu_dev *viommu = vdomain->viommu;
 
+	cancel_work_sync(&vdomain->resend_work);
 	if (viommu) {
 		/* Requests still queued for this domain must not outlive it */
 		viommu_sync(viommu, false, false);
@@ -1053,9 +1105,12 @@ static int viommu_iotlb_sync_map(struct iommu_domain *domain,
 	/*
 	 * Posted MAP: the device fetches the MAPs before it faults. A MAP it
 	 * refuses is reported when the answer is collected (see
-	 * viommu_domain_request_failed()); the DMA faults.
+	 * viommu_domain_request_failed()), and sent again once an UNMAP made
+	 * room (viommu_resend_refused()); until then, MAPs are notified and
+	 * fail here.
 	 */
-	if (vdomain->viommu->posted && !atomic_read(&vdomain->nr_unposted)) {
+	if (vdomain->viommu->posted && !atomic_read(&vdomain->nr_unposted) &&
+	    !atomic_read(&vdomain->maps.failed)) {
 		this_cpu_inc(*vdomain->viommu->posted_syncs);
 		return 0;
 	}
@@ -1070,11 +1125,18 @@ static void viommu_flush_iotlb_all(struct iommu_domain *domain)
 {
 	struct viommu_domain *vdomain = to_viommu_domain(domain);
 
-	if (viommu_is_table(vdomain))
+	if (viommu_is_table(vdomain)) {
 		viommu_table_flush_all(vdomain);
-	else if (vdomain->viommu && READ_ONCE(vdomain->nr_endpoints))
-		viommu_sync(vdomain->viommu, false,
-			    viommu_domain_combines(vdomain));
+		return;
+	}
+	if (!vdomain->viommu || !READ_ONCE(vdomain->nr_endpoints) ||
+	    viommu_sync(vdomain->viommu, false,
+			viommu_domain_combines(vdomain)))
+		return;
+	/* The UNMAPs sent made room for posted MAPs the device refused */
+	if (unlikely(atomic_read(&vdomain->maps.failed)) &&
+	    vdomain->viommu->posted)
+		queue_work(system_unbound_wq, &vdomain->resend_work);
 }
 
 static void viommu_iotlb_sync(struct iommu_domain *domain,
@@ -1352,7 +1414,7 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 	list_for_each_entry(vdomain, &viommu->domains, list) {
 		struct viommu_domain_counts n = viommu_domain_counts(vdomain);
 
-		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu invalidates_posted=%llu\n",
+		seq_printf(s, "domain %u type=%s endpoints=%u maps=%llu unmaps=%llu mapped_bytes=%llu unmapped_bytes=%llu errors=%llu faults=%llu table_pages=%ld mode=%s format=%s invalidates=%llu invalidates_map=%llu invalidates_skipped=%llu invalidates_posted=%llu resent=%llu\n",
 			   vdomain->id,
 			   vdomain->bypass ? "bypass" :
 			   vdomain->domain.type == IOMMU_DOMAIN_IDENTITY ?
@@ -1371,7 +1433,8 @@ static int viommu_stats_show(struct seq_file *s, void *unused)
 			   atomic64_read(&vdomain->stats.invalidates),
 			   atomic64_read(&vdomain->stats.invalidates_map),
 			   atomic64_read(&vdomain->stats.invalidates_skipped),
-			   atomic64_read(&vdomain->stats.invalidates_posted));
+			   atomic64_read(&vdomain->stats.invalidates_posted),
+			   atomic64_read(&vdomain->stats.resent));
 	}
 	spin_unlock(&viommu->domains_lock);
 	return 0;

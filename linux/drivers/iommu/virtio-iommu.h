@@ -178,6 +178,7 @@ struct viommu_domain_stats {
 	atomic64_t	invalidates_map;	/* and for maps (INVAL_MAP) */
 	atomic64_t	invalidates_skipped;	/* not needed (NO_CACHE) */
 	atomic64_t	invalidates_posted;	/* sent unnotified (POSTED_INVAL) */
+	atomic64_t	resent;			/* refused posted MAPs sent again */
 	u64		faults;			/* viommu_dev.ep_lock */
 };
 
@@ -213,6 +214,8 @@ struct viommu_domain {
 	atomic_t			nr_unposted;
 
 	struct viommu_maps		maps;
+	/* Sends again the posted MAPs the device refused: see sync */
+	struct work_struct		resend_work;
 
 	/* Page-table sharing; table.format 0: MAP/UNMAP mode */
 	struct viommu_table_cfg		table;

@@ -506,6 +506,7 @@ u8 vhost_iommu_map(struct vhost_iommu *v,
 	}
 	dom->nr_mappings++;
 	v->nr_mappings++;
+	vhost_iommu_resume_dom(v, dom);
 	return VIRTIO_IOMMU_S_OK;
 }
 

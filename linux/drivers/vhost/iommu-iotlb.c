@@ -69,6 +69,34 @@ void vhost_iommu_invalidate_all(struct vhost_iommu *v)
 		vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
 }
 
+/**
+ * vhost_iommu_resume_dom() - bound devices behind a domain try again
+ * @v: the device, its lock held
+ * @dom: the domain a MAP has just added to
+ *
+ * A bound device whose access faulted stopped its virtqueue there, and a
+ * driver that posts its MAPs will not kick it again for the MAP it makes
+ * after a refusal: that MAP restarts the queue (virtio-iommu.rst, "Posted
+ * MAP").  A queue that still faults stops again.
+ */
+void vhost_iommu_resume_dom(struct vhost_iommu *v,
+			    struct vhost_iommu_domain *dom)
+{
+	struct vhost_iommu_bound *b;
+	struct vhost_iommu_ep *ep;
+
+	lockdep_assert_held(&v->lock);
+	list_for_each_entry(b, &v->bindings, node) {
+		if (!b->stopped)
+			continue;
+		ep = xa_load(&v->endpoints, b->endpoint);
+		if (ep && ep->domain == dom) {
+			b->stopped = false;
+			vhost_dev_iotlb_retry(b->dev);
+		}
+	}
+}
+
 /* VHOST_ACCESS_* of a miss as VHOST_IOMMU_PERM_* and fault flags */
 static u32 vhost_iommu_miss_perm(int access, u32 *fault)
 {
@@ -148,6 +176,9 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 
 	mutex_lock(&b->v->lock);
 	ret = __vhost_iommu_answer(b, iova, perm, reason);
+	/* Under the lock, so that no MAP comes between unseen */
+	if (ret == -ENOENT || ret == -EACCES)
+		b->stopped = true;
 	mutex_unlock(&b->v->lock);
 	return ret;
 }

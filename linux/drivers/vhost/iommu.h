@@ -78,6 +78,7 @@ struct vhost_iommu_bound {
 	struct vhost_dev *dev;
 	u32 endpoint;
 	bool dead;				/* under v->lock */
+	bool stopped;				/* a miss faulted; v->lock */
 	struct list_head node;			/* in v->bindings, under v->lock */
 	struct list_head all;			/* under vhost_iommu_bind_mutex */
 	struct work_struct work;
@@ -299,6 +300,8 @@ void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
 void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
 			       struct vhost_iommu_ep *ep);
 void vhost_iommu_invalidate_all(struct vhost_iommu *v);
+void vhost_iommu_resume_dom(struct vhost_iommu *v,
+			    struct vhost_iommu_domain *dom);
 void vhost_iommu_unbind(struct vhost_iommu_bound *b);
 void vhost_iommu_unbind_all(struct vhost_iommu *v);
 int vhost_iommu_prefetch(struct vhost_iommu *v, u32 endpoint, u64 iova,
