@@ -110,6 +110,10 @@ class Nested:
     # L2's QEMU traces the requests it serves (TB_L2_TRACE), for the L1
     # step's checks of who served them; the bench turns it off
     device_trace: bool = True
+    # The most mappings L1's vhost-iommu lets L2's device hold (its
+    # max_mappings parameter; 0: the module's default), for L2's vfio-edu
+    # step to map past (TB_EDU_OVER_BUDGET_MAPS in l2_env)
+    l1_vhost_max_mappings: int = 0
     # What L2's blk and net steps move, MiB: a quarter of the single-level
     # scenarios' data (testbed/boot.py) checks the same paths, and under
     # TCG inside TCG each MiB hashed and copied costs seconds; the bench
@@ -122,6 +126,10 @@ class Nested:
 # L2's driver negotiates posted MAP with vhost-iommu and leaves MAPs to it
 # (guest/steps/viommu-stats.sh checks it)
 POSTED = (("TB_VIOMMU_POSTED", "1"),)
+
+# The mappings L2's device may hold in the scenario whose edu test maps
+# past them: far more than its other steps hold at once
+OVER_BUDGET_ROOM = 8192
 
 # QEMU's poll-us for the kernel device (patch 0051): its worker looks at
 # the emptied request queue for this long, the most vhost-iommu takes
@@ -176,9 +184,14 @@ NESTED = {n.name: n for n in (
            "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
            "and edu translated by the kernel device, L2 stopped and run "
            "again, an edu hotplugged, unplugged and plugged again",
-           "virtio-iommu-pci,vhost=on", True, l2_env=POSTED, pause_after="blk",
+           "virtio-iommu-pci,vhost=on", True, pause_after="blk",
            l2_steps=("iommu-info", "blk", "net", "vfio-edu", "pci-hotplug",
-                     "viommu-stats", "viommu-remove")),
+                     "viommu-stats", "viommu-remove"),
+           # the edu test maps past the device's room: the posted MAPs it
+           # refuses are sent again once an unmap made room
+           l1_vhost_max_mappings=OVER_BUDGET_ROOM,
+           l2_env=POSTED + (("TB_EDU_OVER_BUDGET_MAPS",
+                             str(2 * OVER_BUDGET_ROOM)),)),
     # The same L2 on arm64: our arm64 kernel's driver (device tree, Arm's
     # MSI doorbell) served by the x86_64 L1's kernel device
     Nested("x86_64-nested-vhost-iommu-arm64",
@@ -401,6 +414,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_EDU": qemu.EDU,
         "TB_L2_CONSOLE": board.console,
         "TB_L2_VHOST": "1" if n.vhost else "0",
+        "TB_L1_VHOST_MAX_MAPPINGS": str(n.l1_vhost_max_mappings or ""),
         "TB_L2_APPEND": " ".join(a for a in (board.append, tmpl.append,
                                              n.l2_append) if a),
         # the L1 step checks the disk only where L2 wrote it

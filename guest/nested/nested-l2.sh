@@ -6,7 +6,9 @@
 # /dev/vhost-iommu (TB_L2_VHOST=1) or by QEMU (the reference). L2's console
 # is copied here with an "L2: " prefix, for the host to judge its steps.
 . /steps/lib.sh
-for m in vhost_iommu vhost_net tun; do
+# TB_L1_VHOST_MAX_MAPPINGS: the most mappings L2's device may hold
+modprobe vhost_iommu ${TB_L1_VHOST_MAX_MAPPINGS:+max_mappings=$TB_L1_VHOST_MAX_MAPPINGS} 2>/dev/null
+for m in vhost_net tun; do
 	modprobe "$m" 2>/dev/null
 done
 if [ "$TB_L2_VHOST" = 1 ]; then

@@ -1211,6 +1211,70 @@ TEST_F_TIMEOUT(edu_iommufd, attach_replays_with_interrupts_on, 1200)
 }
 
 /*
+ * A MAP the IOMMU refused after its driver had returned (virtio-iommu's
+ * posted MAP: the device found no room for it) must be sent again once an
+ * unmap made room, and DMA through it then reach memory. The scenario gives
+ * the IOMMU less room than EDU_OVER_BUDGET_MAPS 4 KiB mappings (unset, the
+ * test skips). The test maps page after page until a map fails or all are
+ * made: once the driver saw a refusal, it waits for each MAP's answer, so
+ * the maps that succeeded include the posted ones the device refused, the
+ * last among them. Unmapping the first half makes room for them.
+ */
+TEST_F_TIMEOUT(edu_iommufd, refused_map_is_sent_again, 600)
+{
+	unsigned long n = env_ulong("EDU_OVER_BUDGET_MAPS", 0);
+	unsigned long mapped;
+	uint64_t last;
+	uint8_t *page;
+	int tries;
+
+	if (!n)
+		SKIP(return, "EDU_OVER_BUDGET_MAPS unset");
+	ASSERT_GE((EDU_DMA_LIMIT - IOVA_REPLAY) / 4096, n);
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memset(page, 0, 4096);
+	ASSERT_EQ(0, edu_attach(self->device, self->ioas))
+		TH_LOG("attach: %s", strerror(errno));
+	for (mapped = 0; mapped < n; mapped++)
+		if (ioas_map(self->iommufd, self->ioas, page,
+			     IOVA_REPLAY + mapped * 4096, 4096))
+			break;
+	ASSERT_LT(1, mapped) TH_LOG("no room at all");
+	TH_LOG("%lu of %lu mappings made", mapped, n);
+
+	/* Area 0's data, through the edu, to the last mapping made */
+	last = IOVA_REPLAY + (mapped - 1) * 4096;
+	fill(self->mem, EDU_MAX_XFER, 77);
+	ASSERT_EQ(0, edu_dma(self->bar, churn_iova(0), EDU_BUFFER,
+			     EDU_MAX_XFER, false));
+	ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, last, EDU_MAX_XFER, true));
+	ASSERT_NE(0, memcmp(self->mem, page, EDU_MAX_XFER))
+		TH_LOG("the last mapping made was not refused: more room than the scenario says");
+
+	/* Room again: the refused MAP goes to the device and the DMA through */
+	ASSERT_EQ(0, ioas_unmap(self->iommufd, self->ioas, IOVA_REPLAY,
+				mapped / 2 * 4096));
+	for (tries = 0; tries < 100; tries++) {
+		ASSERT_EQ(0, edu_dma(self->bar, EDU_BUFFER, last, EDU_MAX_XFER,
+				     true));
+		if (!memcmp(self->mem, page, EDU_MAX_XFER))
+			break;
+		usleep(50000);
+	}
+	EXPECT_GT(100, tries) TH_LOG("the refused MAP of %#llx was not sent again",
+				     (unsigned long long)last);
+	TH_LOG("through after %d tries", tries + 1);
+
+	ASSERT_EQ(0, edu_detach(self->device));
+	ASSERT_EQ(0, ioas_unmap(self->iommufd, self->ioas,
+				IOVA_REPLAY + mapped / 2 * 4096,
+				(mapped - mapped / 2) * 4096));
+	munmap(page, 4096);
+}
+
+/*
  * The IOMMU's driver unbound while iommufd holds a domain of it that no
  * device uses any more: the domain outlives the device, and unmapping and
  * destroying it must not touch the device's state, freed with it (the
