@@ -12,6 +12,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* sched_setaffinity(), for the busy loop's test */
 #endif
+#include <sys/mount.h>
+#include <sys/stat.h>
+
 #include "vhost_iommu_utils.h"
 
 /* Restart the fixture's device with posted MAP negotiated (no tables) */
@@ -426,6 +429,109 @@ TEST_F_TIMEOUT(viommu, posted_refused_map_resumes_vhost_net, 120)
 		usleep(10000);
 	EXPECT_EQ(1, n.used->idx);
 	net_down(&n);
+}
+
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+#define CGROUP_TEST	CGROUP_ROOT "/vhost-iommu-test"
+
+static int put_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static long long get_ll(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long val = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &val) != 1)
+		val = -1;
+	fclose(f);
+	return val;
+}
+
+/*
+ * Put this process, the device's owner, and so the device's worker (one
+ * of its threads), in a memory cgroup of its own: 0, or -1 without cgroup
+ * v2's memory controller.
+ */
+static int memcg_enter(void)
+{
+	char pid[16];
+
+	mkdir(CGROUP_ROOT, 0755);
+	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CGROUP_ROOT, "cgroup2", 0, NULL))
+		return -1;
+	put_str(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	mkdir(CGROUP_TEST, 0755);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (put_str(CGROUP_TEST "/cgroup.procs", pid) ||
+	    get_ll(CGROUP_TEST "/memory.current") < 0)
+		return -1;
+	return 0;
+}
+
+static void memcg_leave(void)
+{
+	char pid[16];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	put_str(CGROUP_ROOT "/cgroup.procs", pid);
+	rmdir(CGROUP_TEST);
+}
+
+/*
+ * What the device allocates to serve a posted MAP on a bound vhost-net's
+ * miss is charged to the VMM's memory cgroup, as for a notified request:
+ * here the 512 leaf tables of a 1 GiB MAP that only 4 KiB pages can map
+ * (its output is 128 KiB aligned), 2 MiB.
+ */
+TEST_F_TIMEOUT(viommu, posted_map_charged_to_the_vmm, 120)
+{
+	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
+	struct virtio_iommu_req_map r = {
+		.head.type = VIRTIO_IOMMU_T_MAP, .domain = 7,
+		.virt_start = NET_IOVA_BUF, .virt_end = NET_IOVA_BUF + (1ULL << 30) - 1,
+		.phys_start = GPA_BASE + NET_OFF_BUF, .flags = VIRTIO_IOMMU_MAP_F_READ,
+	};
+	long long before, after;
+	struct net_dev n;
+	uint8_t got[2048];
+	uint64_t one = 1;
+
+	posted_up(_metadata, self);
+	evt_post(&self->eq, self->mem, 0, 4, 32);
+	if (access("/dev/vhost-net", F_OK))
+		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
+	if (memcg_enter())
+		SKIP(return, "no memory cgroup (CONFIG_MEMCG)");
+	ASSERT_EQ(0, net_up(_metadata, self, &n));
+	before = get_ll(CGROUP_TEST "/memory.current");
+
+	net_frame(pkt, 1);
+	post(self, 0, &r, sizeof(r));
+	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
+	n.avail->ring[0] = 0;
+	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	ASSERT_EQ(NET_FRAME, tap_frame(&n.tap, got, sizeof(got), 3000));
+	EXPECT_TRUE(used_is(self, 0, OK));
+	after = get_ll(CGROUP_TEST "/memory.current");
+	EXPECT_LE(before + (3LL << 19), after)
+		TH_LOG("memory.current %lld -> %lld: the tables were not charged here",
+		       before, after);
+	net_down(&n);
+	memcg_leave();
 }
 
 /* A counter of /sys/kernel/debug/vhost-iommu/totals, -1 without it */

@@ -9,6 +9,8 @@
  * checked against a model; and a guest rewrites its table while the device
  * walks it.
  */
+#include <linux/userfaultfd.h>
+
 #include "vhost_iommu_pt.h"
 
 #define TDOM		20
@@ -436,6 +438,81 @@ TEST_F(viommu, table_translates)
 			EXPECT_TRUE(evt_none(&self->eq));
 		}
 	}
+}
+
+struct xlate_call {
+	struct _test_data_viommu *self;
+	uint64_t iova;
+	struct vhost_iommu_translate t;
+	int ret;
+};
+
+static void *xlate_call_thread(void *arg)
+{
+	struct xlate_call *c = arg;
+
+	c->ret = xlate(c->self, TEP, c->iova, &c->t);
+	return NULL;
+}
+
+/*
+ * A page of the guest's table that the VMM's mm must fault in (here one
+ * userfaultfd serves, as a VMM's postcopy migration does) holds up the
+ * translation that walks it, not the device: a request is answered while
+ * the fault waits, and the translation completes once the page is in.
+ */
+TEST_F_TIMEOUT(viommu, table_page_fault_blocks_no_request, 120)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_copy copy = { .len = PG };
+	struct xlate_call c = { .self = self, .iova = IOVA + 0x123 };
+	struct pollfd pfd = { .events = POLLIN };
+	struct uffd_msg msg;
+	uint8_t *saved, *leaf;
+	pthread_t th;
+	struct pt p;
+	int uffd;
+
+	table_up(_metadata, self, 0);
+	pt_init(&p, self->mem, PT_VTD, 4);
+	ASSERT_EQ(0, pt_map(&p, IOVA, DATA(3), 0, PT_R | PT_W));
+	ASSERT_EQ(OK, pt_attach(self, &p, TDOM, TEP));
+	leaf = gpa_ptr(self->mem, pt_table_at(&p, IOVA, 0));
+	saved = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, saved);
+	memcpy(saved, leaf, PG);
+
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd (CONFIG_USERFAULTFD)");
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	/* The leaf table's page leaves memory; userfaultfd brings it back */
+	ASSERT_EQ(0, madvise(leaf, PG, MADV_DONTNEED));
+	reg.range.start = (uintptr_t)leaf;
+	reg.range.len = PG;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, pthread_create(&th, NULL, xlate_call_thread, &c));
+
+	/* The walk reached the page: its fault waits for us */
+	pfd.fd = uffd;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	EXPECT_EQ((uintptr_t)leaf, msg.arg.pagefault.address & ~(PG - 1));
+	/* Meanwhile the device answers a request (2 s at most) */
+	EXPECT_EQ(OK, attach(self, 1, 1, 0))
+		TH_LOG("no answer while a table page was faulted in");
+
+	copy.dst = (uintptr_t)leaf;
+	copy.src = (uintptr_t)saved;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(DATA(3) + 0x123, c.t.gpa);
+	close(uffd);
+	munmap(saved, PG);
 }
 
 /*
