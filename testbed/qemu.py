@@ -13,10 +13,11 @@ guest hangs under it. TB_KVM=1 asks for KVM anyway (x86_64 on x86_64 only).
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import qemu_build
+from . import fdt, qemu_build
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Machine:
     iommu_device: str = ""     # a -device that is the IOMMU, if any
     host_tsc: bool = False     # tell the guest the TSC frequency (see below)
     globals_: tuple[str, ...] = ()  # -global DRIVER.PROP=VALUE settings
+    # Device-tree properties taken out of the tree QEMU builds (testbed/fdt.py)
+    no_dt_props: tuple[str, ...] = ()
 
     @property
     def has_iommu(self) -> bool:
@@ -121,6 +124,13 @@ MACHINES = {m.name: m for m in (
     Machine("virt-virtio-iommu-pt", "qemu-system-aarch64", "virt,gic-version=3",
             "max,pauth-impdef=on", "ttyAMA0",
             "virtio-iommu-pci,attach-table=on"),
+    # The same board saying its DMA does not snoop the CPU caches: no
+    # dma-coherent property anywhere in its device tree. The driver must not
+    # share tables it writes with plain stores (MAP/UNMAP mode instead).
+    Machine("virt-virtio-iommu-pt-noncoherent", "qemu-system-aarch64",
+            "virt,gic-version=3", "max,pauth-impdef=on", "ttyAMA0",
+            "virtio-iommu-pci,attach-table=on",
+            no_dt_props=("dma-coherent",)),
     # The q35 device offering AMD v1 alone (attach-table-formats, bit 4), so
     # that the guest builds AMD v1 tables, walked by the AMD IOMMU model's walk.
     # It stops its request queue for 3 s before the 200th UNMAP or
@@ -286,4 +296,20 @@ def command(m: Machine, g: Guest) -> list[str]:
         cmd += ["-D", str(g.trace_log)]
         if g.trace_times:
             cmd += ["-msg", "timestamp=on"]
+    if m.no_dt_props:
+        cmd += ["-dtb", str(edited_device_tree(m, g, cmd))]
     return cmd
+
+
+def edited_device_tree(m: Machine, g: Guest, cmd: list[str]) -> Path:
+    """The device tree QEMU builds for @cmd, without @m's no_dt_props."""
+    dtb = Path(g.console_log).with_suffix(".dtb")
+    dump = list(cmd)
+    dump[dump.index("-machine") + 1] = f"{m.machine},dumpdtb={dtb}"
+    subprocess.run(dump, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    blob, dropped = fdt.drop_properties(dtb.read_bytes(), m.no_dt_props)
+    if not dropped:
+        raise RuntimeError(f"{m.name}: no {', '.join(m.no_dt_props)} in QEMU's tree")
+    dtb.write_bytes(blob)
+    return dtb

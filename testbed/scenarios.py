@@ -327,6 +327,15 @@ PT = (
 )
 
 
+# The device offers tables, the board's device tree says its DMA does not
+# snoop the CPU caches: the driver must stay in MAP/UNMAP mode (viommu-stats
+# checks no request of page-table sharing went), DMA as usual
+PT += (_sc("arm64-virtio-iommu-pt-noncoherent",
+           "arm64 virt without dma-coherent, virtio-iommu-pci offering page "
+           "tables: the driver serves it in MAP/UNMAP mode",
+           "virt-virtio-iommu-pt-noncoherent", "arm64",
+           ("iommu-info", "blk", "net", "viommu-stats"),
+           devices=("blk", "net"), full_only=True),)
 _PT_ARM64 = next(sc for sc in PT if sc.name == "arm64-virtio-iommu-pt")
 _PT_INVALMAP = next(sc for sc in PT if sc.name == "x86_64-virtio-iommu-pt-invalmap")
 # The device caching nothing (attach-table-no-cache=on): the strict x86

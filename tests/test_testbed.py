@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests of the test bed itself, over recorded consoles and small inputs."""
 
+import struct
 import types
 from pathlib import Path
 
 import pytest
 
-from testbed import cpio, ktap
+from testbed import cpio, fdt, ktap
 from testbed.patchfile import parse
 from testbed.qemu import MACHINES, Guest, command, host_tsc_khz
 
@@ -85,6 +86,36 @@ def test_cpio_newc_layout():
     assert data.rstrip(b"\0").endswith(b"TRAILER!!!")
     assert len(data) % 4 == 0
     assert b"bin\0" in data and b"bin/x\0" in data and b"abc" in data
+
+
+def _tiny_fdt() -> bytes:
+    """A root node with an empty dma-coherent and a 4-byte property."""
+    strings = b"dma-coherent\0reg\0"
+    body = struct.pack(">I", fdt.FDT_BEGIN_NODE) + b"\0\0\0\0"
+    body += struct.pack(">III", fdt.FDT_PROP, 0, 0)
+    body += struct.pack(">III", fdt.FDT_PROP, 4, 13) + b"\x12\x34\x56\x78"
+    body += struct.pack(">II", fdt.FDT_END_NODE, fdt.FDT_END)
+    off_struct = 56                 # after the header and an empty reserve map
+    off_strings = off_struct + len(body)
+    total = off_strings + len(strings)
+    head = struct.pack(">IIIIIIIIII", fdt.FDT_MAGIC, total, off_struct,
+                       off_strings, 40, 17, 16, 0, len(strings), len(body))
+    return head + bytes(16) + body + strings
+
+
+def test_fdt_drop_turns_the_property_into_nops():
+    blob = _tiny_fdt()
+    out, dropped = fdt.drop_properties(blob, ("dma-coherent",))
+    assert dropped == 1 and len(out) == len(blob)
+    nops = struct.pack(">I", fdt.FDT_NOP) * 3
+    assert out[64:76] == nops and out[76:92] == blob[76:92]
+    assert fdt.drop_properties(out, ("dma-coherent",)) == (out, 0)
+    # a blob with room after its strings comes back cut to them
+    roomy = bytearray(blob + bytes(64))
+    roomy[4:8] = struct.pack(">I", len(roomy))
+    assert fdt.drop_properties(bytes(roomy), ("dma-coherent",)) == (out, 1)
+    with pytest.raises(ValueError):
+        fdt.drop_properties(b"\0" * 40, ("reg",))
 
 
 def test_patch_file_round_trip():
