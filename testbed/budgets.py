@@ -57,6 +57,7 @@ BUDGET_CPU_S: dict[str, int] = {
     "arm64-virtio-iommu-pt-64k": 200,  # not measured: make check-full
     "arm64-virtio-iommu-pt-nocache": 200,  # not measured: make check-full
     "arm64-virtio-iommu-pt-posted": 200,  # not measured: make check-full
+    "arm64-virtio-iommu-pt-noncoherent": 200,  # not measured: make check-full
     "arm64-smmuv3-16k": 200,  # not measured: make check-full
     "arm64-smmuv3-64k": 200,  # not measured: make check-full
     "x86_64-intel-iommu-stress": 550,

@@ -147,18 +147,31 @@ def test_qemu_command_puts_iommu_first_and_virtio_behind_it(tmp_path):
     assert not any("iommu_platform" in a for a in plain)
 
 
-def test_every_machine_boots_our_qemu_with_debians_firmware(tmp_path):
+def test_every_machine_boots_our_qemu_with_debians_firmware(tmp_path, monkeypatch):
     """One QEMU for the test bed: our build, whatever the machine."""
     g = Guest(kernel=tmp_path / "k", initrd=tmp_path / "i", append="",
               console_log=tmp_path / "log")
-    from testbed import qemu_build
+    from testbed import qemu, qemu_build
 
+    # A machine with no_dt_props runs its command once to dump QEMU's tree
+    # (-machine ...,dumpdtb=): the same QEMU, whose dump is kept here
+    dumps = []
+    monkeypatch.setattr(qemu.subprocess, "run",
+                        lambda cmd, **kw: dumps.append(cmd))
+    monkeypatch.setattr(qemu.fdt, "drop_properties", lambda blob, names: (blob, 1))
+    (tmp_path / "log.dtb").write_bytes(b"")
     for m in MACHINES.values():
         cmd = command(m, g)
         assert cmd[0] == str(qemu_build.binary(m.qemu)), m.name
         assert cmd[0].startswith(str(qemu_build.OBJ)), m.name
         ls = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-L"]
         assert ls == list(qemu_build.FIRMWARE), m.name
+        if m.no_dt_props:
+            dump = dumps.pop()
+            assert dump[0] == cmd[0], m.name
+            assert f"dumpdtb={tmp_path / 'log.dtb'}" in dump[dump.index("-machine") + 1]
+            assert cmd[cmd.index("-dtb") + 1] == str(tmp_path / "log.dtb"), m.name
+    assert not dumps
 
 
 def test_q35_and_virt_iommus_keep_qemu_7_2_defaults(tmp_path):
