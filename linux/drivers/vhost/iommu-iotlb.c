@@ -3,14 +3,13 @@
  * vhost-iommu: the IOTLB provider.
  *
  * VHOST_SET_IOMMU on another vhost device (vhost-net) binds it to one of
- * our endpoints: vhost core then sends its IOTLB misses here.  A kworker
+ * our endpoints: vhost core then sends its IOTLB misses here.  Our worker
  * translates each through the endpoint's domain and the memory table and
  * fills the device's IOTLB; UNMAP, DETACH, reset and a change of the
  * bypass config invalidate what bound devices cached.
  */
 #include <linux/file.h>
-#include <linux/kthread.h>
-#include <linux/sched/mm.h>
+#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/vhost.h>
 
@@ -169,17 +168,46 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 				      map->addr + t.gpa - map->start, access);
 }
 
+/**
+ * vhost_iommu_fault_in() - bring in what a walk under v->lock could not read
+ * @v: the device, its lock dropped
+ * @uaddr: v->fault_in as the walk left it (0: nothing)
+ * @tries: the caller's count of the walks it made, 0 at first
+ *
+ * A walk of a guest table reads the VMM's memory with page faults off: a
+ * fault may take long (swap) or wait for the VMM itself (userfaultfd, whose
+ * handler may need this device), and must not do so with v->lock held.
+ * The page is faulted in here, in the VMM's mm, without the lock.
+ *
+ * Return: true when the caller should walk again; false when nothing was
+ * missing, the page cannot be brought in, or the guest keeps it away.
+ */
+bool vhost_iommu_fault_in(struct vhost_iommu *v, u64 uaddr,
+			  unsigned int *tries)
+{
+	if (!uaddr || ++*tries > VHOST_IOMMU_FAULT_IN_TRIES || !current->mm)
+		return false;
+	cond_resched();
+	return !fault_in_readable(u64_to_user_ptr(uaddr), sizeof(u64));
+}
+
 static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 			      u32 perm, u8 *reason)
 {
+	unsigned int tries = 0;
+	u64 uaddr;
 	int ret;
 
-	mutex_lock(&b->v->lock);
-	ret = __vhost_iommu_answer(b, iova, perm, reason);
-	/* Under the lock, so that no MAP comes between unseen */
-	if (ret == -ENOENT || ret == -EACCES)
-		b->stopped = true;
-	mutex_unlock(&b->v->lock);
+	do {
+		mutex_lock(&b->v->lock);
+		b->v->fault_in = 0;
+		ret = __vhost_iommu_answer(b, iova, perm, reason);
+		uaddr = b->v->fault_in;
+		/* Under the lock, so that no MAP comes between unseen */
+		if (ret == -ENOENT || ret == -EACCES)
+			b->stopped = true;
+		mutex_unlock(&b->v->lock);
+	} while (ret && vhost_iommu_fault_in(b->v, uaddr, &tries));
 	return ret;
 }
 
@@ -202,40 +230,44 @@ int vhost_iommu_prefetch(struct vhost_iommu *v, u32 endpoint, u64 iova,
 			 u32 perm)
 {
 	struct vhost_iommu_ep *ep;
-	int ret = -ENODEV;
+	unsigned int tries = 0;
+	u64 uaddr;
 	u8 reason;
+	int ret;
 
-	mutex_lock(&v->lock);
-	ep = xa_load(&v->endpoints, endpoint);
-	if (ep && ep->binding)
-		ret = __vhost_iommu_answer(ep->binding, iova, perm, &reason);
-	mutex_unlock(&v->lock);
+	do {
+		ret = -ENODEV;
+		mutex_lock(&v->lock);
+		v->fault_in = 0;
+		ep = xa_load(&v->endpoints, endpoint);
+		if (ep && ep->binding)
+			ret = __vhost_iommu_answer(ep->binding, iova, perm,
+						   &reason);
+		uaddr = v->fault_in;
+		mutex_unlock(&v->lock);
+	} while (ret && vhost_iommu_fault_in(v, uaddr, &tries));
 	return ret;
 }
 
-/* Answer the misses of a bound device, in a kworker */
-static void vhost_iommu_miss_work(struct work_struct *work)
+/*
+ * Answer the misses of a bound device, on the worker of our request queue:
+ * a thread of the VMM that owns us, so that the guest's tables are read in
+ * its mm, and what serving a posted MAP allocates is charged to its memory
+ * cgroup, as for every other request.
+ */
+static void vhost_iommu_miss_work(struct vhost_work *work)
 {
 	struct vhost_iommu_bound *b = container_of(work,
 						     struct vhost_iommu_bound,
 						     work);
-	struct mm_struct *mm = READ_ONCE(b->v->dev.mm);
 	int ret, access;
 	u32 perm, fault;
 	bool lost;
 	u64 iova;
 	u8 reason;
 
-	/*
-	 * A table domain's walk reads the guest's table through the VMM's
-	 * mapping: work in its mm (the device's owner, which stays while
-	 * the binding does: release unbinds first).
-	 */
-	if (mm && !mmget_not_zero(mm))
-		mm = NULL;
-	if (mm)
-		kthread_use_mm(mm);
 	for (;;) {
+		cond_resched();
 		spin_lock(&b->miss_lock);
 		/* Unbound (see vhost_iommu_unbind()): the device may be gone */
 		if (READ_ONCE(b->dead))
@@ -271,10 +303,6 @@ static void vhost_iommu_miss_work(struct work_struct *work)
 			vhost_iommu_report_fault(b->v, reason, fault,
 						 b->endpoint, iova);
 	}
-	if (mm) {
-		kthread_unuse_mm(mm);
-		mmput_async(mm);
-	}
 }
 
 /*
@@ -297,7 +325,8 @@ static bool vhost_iommu_miss(void *data, struct vhost_dev *dev, u64 iova,
 		b->misses_lost = true;
 	}
 	spin_unlock(&b->miss_lock);
-	queue_work(system_unbound_wq, &b->work);
+	/* No worker: nobody set the device up to answer (no owner) */
+	vhost_vq_work_queue(&b->v->vqs[VHOST_IOMMU_VQ_REQUEST], &b->work);
 	return kept;
 }
 
@@ -328,10 +357,10 @@ void vhost_iommu_unbind(struct vhost_iommu_bound *b)
 	 * freed at any time: a miss queued meanwhile finds us dead and
 	 * leaves it alone.
 	 */
-	cancel_work_sync(&b->work);
+	vhost_dev_flush(&v->dev);
 	vhost_dev_iotlb_invalidate(b->dev, 0, U64_MAX);
 	vhost_dev_set_iotlb_ops(b->dev, NULL, NULL);
-	cancel_work_sync(&b->work);
+	vhost_dev_flush(&v->dev);
 	list_del(&b->all);
 	kfree(b);
 }
@@ -394,7 +423,7 @@ static int vhost_iommu_bind(struct file *file, u32 endpoint,
 	b->dev = dev;
 	b->endpoint = endpoint;
 	spin_lock_init(&b->miss_lock);
-	INIT_WORK(&b->work, vhost_iommu_miss_work);
+	vhost_work_init(&b->work, vhost_iommu_miss_work);
 
 	mutex_lock(&vhost_iommu_bind_mutex);
 	mutex_lock(&v->lock);

@@ -378,7 +378,7 @@ void vhost_iommu_handle_req_kick(struct vhost_work *work)
 /**
  * vhost_iommu_fetch_posted() - serve the requests the guest did not notify
  * @v: the device; the caller holds none of its locks but dev.mutex, and
- *     works in the owner's mm (an ioctl, or a kworker that took it)
+ *     works in the owner's mm (an ioctl, or our worker, one of its threads)
  *
  * Posted MAP (VIRTIO_IOMMU_F_POSTED_MAP): the driver may leave a MAP for
  * the device to find.  Before a translation fails, the device serves every

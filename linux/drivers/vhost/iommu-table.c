@@ -293,7 +293,7 @@ u8 vhost_iommu_invalidate(struct vhost_iommu *v,
 /*
  * gpt_foreign_read_fn: one entry of the guest's table, through the memory
  * table, from the VMM's mapping.  The caller runs in the VMM's mm (an
- * ioctl of the owner, or a miss worker that took it up).
+ * ioctl of the owner, or our worker, one of its threads) and holds v->lock.
  */
 static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 {
@@ -301,8 +301,10 @@ static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 	const struct vhost_iotlb_map *map;
 	u64 last = gpa + sizeof(*pte) - 1;
 	u64 uaddr, val;
+	int ret;
 
-	/* No mm (a miss worker whose VMM is exiting): nothing to read */
+	lockdep_assert_held(&v->lock);
+	/* No mm (a worker whose VMM is exiting): nothing to read */
 	if (!v->dev.umem || !current->mm)
 		return -EFAULT;
 	map = vhost_iotlb_itree_first(v->dev.umem, gpa, last);
@@ -313,8 +315,19 @@ static int vhost_iommu_read_pte(void *arg, u64 gpa, __le64 *pte)
 	 * copy may read it in pieces (rep movsb), half old and half new.
 	 */
 	uaddr = map->addr + gpa - map->start;
-	if (get_user(val, (u64 __user *)u64_to_user_ptr(uaddr)))
+	/*
+	 * Not with v->lock held: a page to fault in (swapped out, or one
+	 * userfaultfd serves, whose handler may need this device) stops the
+	 * walk, and its caller faults it in without the lock and walks again.
+	 */
+	pagefault_disable();
+	ret = get_user(val, (u64 __user *)u64_to_user_ptr(uaddr));
+	pagefault_enable();
+	if (ret) {
+		if (!v->fault_in)
+			v->fault_in = uaddr;
 		return -EFAULT;
+	}
 	*pte = (__force __le64)val;
 	return 0;
 }

@@ -461,11 +461,31 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 	return 0;
 }
 
+/* vhost_iommu_xlate() with v->lock taken, a page of a table faulted in */
+static int vhost_iommu_xlate_unlocked(struct vhost_iommu *v,
+				      struct vhost_iommu_translate *t,
+				      u32 access, u8 *reason,
+				      unsigned int *tries)
+{
+	u64 uaddr;
+	int ret;
+
+	do {
+		mutex_lock(&v->lock);
+		v->fault_in = 0;
+		ret = vhost_iommu_xlate(v, t, access, reason, U64_MAX);
+		uaddr = v->fault_in;
+		mutex_unlock(&v->lock);
+	} while (ret && vhost_iommu_fault_in(v, uaddr, tries));
+	return ret;
+}
+
 static long vhost_iommu_translate(struct vhost_iommu *v,
 				  struct vhost_iommu_translate __user *argp)
 {
 	struct vhost_iommu_translate t;
 	u32 access = 0, fault = VIRTIO_IOMMU_FAULT_F_ADDRESS;
+	unsigned int tries = 0;
 	u8 reason;
 	long ret;
 
@@ -484,15 +504,11 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		access |= VHOST_IOMMU_PERM_WRITE;
 		fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
 	}
-	mutex_lock(&v->lock);
-	ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
-	mutex_unlock(&v->lock);
+	ret = vhost_iommu_xlate_unlocked(v, &t, access, &reason, &tries);
 	/* Posted MAP: the MAP may wait unnotified in the request queue */
-	if ((ret == -ENOENT || ret == -EACCES) && vhost_iommu_fetch_posted(v)) {
-		mutex_lock(&v->lock);
-		ret = vhost_iommu_xlate(v, &t, access, &reason, U64_MAX);
-		mutex_unlock(&v->lock);
-	}
+	if ((ret == -ENOENT || ret == -EACCES) && vhost_iommu_fetch_posted(v))
+		ret = vhost_iommu_xlate_unlocked(v, &t, access, &reason,
+						 &tries);
 	vhost_iommu_count(v, translates, 1);
 	if (ret)
 		vhost_iommu_count(v, translate_faults, 1);

@@ -69,9 +69,17 @@ struct vhost_iommu_ep {
 #define VHOST_IOMMU_MAX_MISSES	16
 
 /*
+ * Walks of one lookup that may each stop on a page of the guest's table
+ * the VMM's mm must fault in (vhost_iommu_fault_in()): a guest that keeps
+ * its table away longer gets a fault.
+ */
+#define VHOST_IOMMU_FAULT_IN_TRIES	8
+
+/*
  * A vhost device (vhost-net) bound to an endpoint: its IOTLB misses come
  * here, are translated through the endpoint's domain and the memory table
- * in @work, and UNMAP, DETACH and reset invalidate what it cached.
+ * in @work, on our own worker, and UNMAP, DETACH and reset invalidate what
+ * it cached.
  */
 struct vhost_iommu_bound {
 	struct vhost_iommu *v;
@@ -81,7 +89,7 @@ struct vhost_iommu_bound {
 	bool stopped;				/* a miss faulted; v->lock */
 	struct list_head node;			/* in v->bindings, under v->lock */
 	struct list_head all;			/* under vhost_iommu_bind_mutex */
-	struct work_struct work;
+	struct vhost_work work;			/* on v's request queue worker */
 	spinlock_t miss_lock;			/* protects the misses */
 	bool misses_lost;			/* retry the device's queues */
 	unsigned int nr_misses;
@@ -157,6 +165,12 @@ struct vhost_iommu {
 	unsigned long faults_dropped;
 
 	struct list_head bindings;		/* under @lock */
+	/*
+	 * A walk of a guest table under @lock found an entry's page not in
+	 * memory: its address in the VMM, for the walker to fault it in with
+	 * @lock dropped (vhost_iommu_fault_in()).  0: none.
+	 */
+	u64 fault_in;
 
 	struct vhost_iommu_stats stats;
 	struct dentry *debugfs;
@@ -300,6 +314,8 @@ void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
 void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
 			       struct vhost_iommu_ep *ep);
 void vhost_iommu_invalidate_all(struct vhost_iommu *v);
+bool vhost_iommu_fault_in(struct vhost_iommu *v, u64 uaddr,
+			  unsigned int *tries);
 void vhost_iommu_resume_dom(struct vhost_iommu *v,
 			    struct vhost_iommu_domain *dom);
 void vhost_iommu_unbind(struct vhost_iommu_bound *b);
