@@ -32,7 +32,7 @@ PT_SWITCH = {
 
 
 # The generic_pt format each driver's DMA domains use: iommu-info finds
-# their maps counted in /sys/kernel/debug/generic_pt/iommu_maps.
+# their tables counted in /sys/kernel/debug/generic_pt/iommu_tables.
 PT_FORMAT = {"intel-iommu": "vtdss", "amd-iommu": "amdv1", "smmuv3": "armv8"}
 
 

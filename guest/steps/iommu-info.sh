@@ -41,17 +41,18 @@ if [ -n "$TB_PT_PARAM" ]; then
 		[ "$got" = "$TB_PT_WANT" ]
 fi
 # And the maps really went through generic_pt in that format (the boot's
-# DMA already made some): a silent fallback to the old code makes none.
+# DMA already made some): a silent fallback to the old code maps through no
+# table of it.
 if [ -n "$TB_PT_FORMAT" ]; then
-	maps=$(awk -v f="$TB_PT_FORMAT" '$1 == f { print $2 }' \
-		/sys/kernel/debug/generic_pt/iommu_maps 2>/dev/null)
-	diag "generic_pt $TB_PT_FORMAT maps: ${maps:-none}"
+	tables=$(awk -v f="$TB_PT_FORMAT" '$1 == f { print $2 }' \
+		/sys/kernel/debug/generic_pt/iommu_tables 2>/dev/null)
+	diag "generic_pt $TB_PT_FORMAT tables that mapped: ${tables:-none}"
 	if [ "$TB_PT_WANT" = N ]; then
 		check "no map went through generic_pt's $TB_PT_FORMAT tables" \
-			[ "${maps:-0}" -eq 0 ]
+			[ "${tables:-0}" -eq 0 ]
 	else
 		check "maps went through generic_pt's $TB_PT_FORMAT tables" \
-			[ "${maps:-0}" -gt 0 ]
+			[ "${tables:-0}" -gt 0 ]
 	fi
 fi
 plan

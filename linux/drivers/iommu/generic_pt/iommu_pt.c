@@ -15,9 +15,10 @@
 #include <linux/seq_file.h>
 
 /*
- * Maps made through gpt_iommu_map_pages(), per format: a driver that says it
- * uses generic_pt but fell back to its old page tables shows none. Per CPU,
- * so the map path shares no cache line. debugfs: generic_pt/iommu_maps.
+ * Tables that mapped through gpt_iommu_map_pages(), per format: a driver
+ * that says it uses generic_pt but fell back to its old page tables shows
+ * none. Per CPU, so that no two tables' first maps share a cache line.
+ * debugfs: generic_pt/iommu_tables.
  */
 static const char *const gpt_fmt_names[GPT_FMT_NR] = {
 	[GPT_FMT_ARMV8] = "armv8",
@@ -99,7 +100,7 @@ int gpt_iommu_read_and_clear_dirty(struct gpt_table *t, unsigned long iova,
 }
 EXPORT_SYMBOL_GPL(gpt_iommu_read_and_clear_dirty);
 
-static int gpt_iommu_maps_show(struct seq_file *s, void *unused)
+static int gpt_iommu_tables_show(struct seq_file *s, void *unused)
 {
 	unsigned int fmt;
 	int cpu;
@@ -108,18 +109,19 @@ static int gpt_iommu_maps_show(struct seq_file *s, void *unused)
 		unsigned long sum = 0;
 
 		for_each_possible_cpu(cpu)
-			sum += per_cpu(gpt_iommu_counts, cpu).maps[fmt];
+			sum += per_cpu(gpt_iommu_counts, cpu).tables[fmt];
 		seq_printf(s, "%s %lu\n", gpt_fmt_names[fmt], sum);
 	}
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(gpt_iommu_maps);
+DEFINE_SHOW_ATTRIBUTE(gpt_iommu_tables);
 
 static int __init gpt_iommu_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("generic_pt", NULL);
 
-	debugfs_create_file("iommu_maps", 0444, dir, NULL, &gpt_iommu_maps_fops);
+	debugfs_create_file("iommu_tables", 0444, dir, NULL,
+			    &gpt_iommu_tables_fops);
 	return 0;
 }
 late_initcall(gpt_iommu_debugfs_init);

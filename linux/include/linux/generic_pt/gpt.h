@@ -202,6 +202,7 @@ struct gpt_table {
 	u8 ias;
 	u8 oas;
 	u8 max_level;
+	u8 counted;	/* mapped through gpt_iommu_map_pages() once */
 	int nid;
 	void (*top_changed)(struct gpt_table *t);
 	union {

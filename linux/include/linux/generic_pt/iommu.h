@@ -29,12 +29,12 @@
 #include <linux/percpu.h>
 
 /**
- * struct gpt_iommu_counts - maps made through gpt_iommu_map_pages()
- * @maps: by format (enum gpt_format), per CPU; debugfs generic_pt/iommu_maps
- *        gives their sums
+ * struct gpt_iommu_counts - tables that mapped through gpt_iommu_map_pages()
+ * @tables: by format (enum gpt_format), per CPU; debugfs
+ *          generic_pt/iommu_tables gives their sums
  */
 struct gpt_iommu_counts {
-	unsigned long maps[GPT_FMT_NR];
+	unsigned long tables[GPT_FMT_NR];
 };
 
 DECLARE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
@@ -65,8 +65,16 @@ static inline int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
 
 	if (check_mul_overflow(pgsize, pgcount, &len))
 		return -EINVAL;
-	if (t->fmt < GPT_FMT_NR)
-		this_cpu_inc(gpt_iommu_counts.maps[t->fmt]);
+	/*
+	 * Each table counts once, at its first map: a per-CPU add on every
+	 * map costs a single-page map about a tenth of its time. Two CPUs
+	 * mapping first at once may both count it.
+	 */
+	if (unlikely(!READ_ONCE(t->counted))) {
+		WRITE_ONCE(t->counted, 1);
+		if (t->fmt < GPT_FMT_NR)
+			this_cpu_inc(gpt_iommu_counts.tables[t->fmt]);
+	}
 	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
 }
 
