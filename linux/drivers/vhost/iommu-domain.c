@@ -276,6 +276,9 @@ vhost_iommu_new_domain(struct vhost_iommu *v, u32 domain, bool bypass,
 		kfree(dom);
 		return NULL;
 	}
+	/* Only we walk it: a one-page MAP+UNMAP pair reuses its leaf table */
+	if (!bypass)
+		gpt_keep_spares(&dom->pt);
 	/* Its top table counts against the budget */
 	if (!bypass && v->nr_table_pages +
 	    atomic_long_read(&dom->pt.nr_tables) > v->cfg.max_table_pages)

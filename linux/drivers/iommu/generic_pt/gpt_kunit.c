@@ -586,6 +586,59 @@ static void gpt_test_unmap_prune(struct kunit *test)
 	gpt_test_teardown(&gt);
 }
 
+/*
+ * With gpt_keep_spares(), the tables an unmap empties stay counted, up to
+ * GPT_MAX_SPARES of the smallest size, instead of going to the gather: the
+ * same maps and unmap as on a table without spares put fewer pages on the
+ * freelist. A map takes them back, and finds them empty (its neighbours
+ * unmapped).
+ */
+static void gpt_test_spares(struct kunit *test)
+{
+	int rw = IOMMU_READ | IOMMU_WRITE;
+	struct gpt_test gt, ref;
+	size_t kept, freed;
+	u64 g, a;
+	long both;
+
+	gpt_test_setup(test, &gt);
+	gpt_test_setup(test, &ref);
+	gpt_keep_spares(&gt.t);
+	g = gt.min;
+	a = (1ULL << (min_t(unsigned int,
+			    fls64(gpt_test_max_iova(gt.c)), 48) - 1)) + 7 * g;
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, 0, 9 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&ref.t, 0, 9 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a, 5 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_ASSERT_EQ(test, gpt_map(&ref.t, a, 5 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	both = atomic_long_read(&gt.t.nr_tables);
+	KUNIT_EXPECT_EQ(test, gpt_unmap_prune(&gt.t, a, g, &gt.gather), g);
+	KUNIT_EXPECT_EQ(test, gpt_unmap_prune(&ref.t, a, g, &ref.gather), g);
+	kept = list_count_nodes(&gt.gather.freelist);
+	freed = list_count_nodes(&ref.gather.freelist);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	if (g <= PAGE_SIZE)
+		KUNIT_EXPECT_LT(test, kept, freed);
+	else
+		KUNIT_EXPECT_EQ(test, kept, freed);
+	gpt_test_sync(&gt);
+	gpt_test_sync(&ref);
+	/* Taken again, and empty: only the new page translates */
+	KUNIT_ASSERT_EQ(test, gpt_map(&gt.t, a + g, 3 * g, g, rw, GFP_KERNEL,
+				      NULL), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&gt.t.nr_tables), both);
+	gpt_test_expect_map(&gt, a + g, 3 * g, g, g);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, a, NULL, NULL, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, gpt_lookup(&gt.t, a + 2 * g, NULL, NULL, NULL),
+			-ENOENT);
+	gpt_test_teardown(&ref);
+	gpt_test_teardown(&gt);
+}
+
 static void gpt_test_bad_input(struct kunit *test)
 {
 	const struct gpt_test_cfg *c = test->param_value;
@@ -1259,6 +1312,7 @@ static struct kunit_case gpt_test_cases[] = {
 	KUNIT_CASE_PARAM(gpt_test_walk_sw, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_marks, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_unmap_prune, gpt_cfgs_gen_params),
+	KUNIT_CASE_PARAM(gpt_test_spares, gpt_cfgs_gen_params),
 	KUNIT_CASE_PARAM(gpt_test_bad_input, gpt_cfgs_gen_params),
 	KUNIT_CASE(gpt_test_bad_cfg),
 	KUNIT_CASE_PARAM(gpt_test_grow, gpt_cfgs_gen_params),

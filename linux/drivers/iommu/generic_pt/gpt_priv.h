@@ -18,11 +18,41 @@
  * are allocated compound so that put_page() from iommu_put_pages_list()
  * releases all of them.
  */
+/* A spare table (gpt_keep_spares()), still counted in nr_tables, or NULL */
+static inline u64 *gpt_take_spare(struct gpt_table *t)
+{
+	unsigned int i;
+	u64 *table;
+
+	for (i = 0; i < GPT_MAX_SPARES; i++) {
+		table = xchg(&t->spares[i], NULL);
+		if (table)
+			return table;
+	}
+	return NULL;
+}
+
+/* Keep the empty @table as a spare: false when there is no room */
+static inline bool gpt_put_spare(struct gpt_table *t, u64 *table)
+{
+	unsigned int i;
+
+	for (i = 0; i < GPT_MAX_SPARES; i++)
+		if (!cmpxchg(&t->spares[i], NULL, table))
+			return true;
+	return false;
+}
+
 static inline u64 *gpt_alloc_table(struct gpt_table *t, unsigned int order,
 				   gfp_t gfp)
 {
 	u64 *table;
 
+	if (!order && t->keep_spares) {
+		table = gpt_take_spare(t);
+		if (table)
+			return table;
+	}
 	if (order)
 		gfp |= __GFP_COMP;
 	table = iommu_alloc_pages_node(t->nid, gfp, order);
@@ -44,6 +74,27 @@ static inline void gpt_gather_table(struct gpt_table *t, u64 *table,
 {
 	atomic_long_dec(&t->nr_tables);
 	list_add_tail(&virt_to_page(table)->lru, &gather->freelist);
+}
+
+/*
+ * A table an unmap emptied (all zero, unlinked): a spare of a table no
+ * hardware walks, or queued as gpt_gather_table() does.
+ */
+static inline void gpt_retire_table(struct gpt_table *t, u64 *table,
+				    unsigned int order,
+				    struct iommu_iotlb_gather *gather)
+{
+	if (!order && t->keep_spares && gpt_put_spare(t, table))
+		return;
+	gpt_gather_table(t, table, gather);
+}
+
+static inline void gpt_free_spares(struct gpt_table *t)
+{
+	u64 *table;
+
+	while ((table = gpt_take_spare(t)))
+		gpt_free_table(t, table, 0);
 }
 
 static inline u64 *gpt_top_table(unsigned long top)

@@ -500,7 +500,10 @@ static void PTN(unmap_level)(struct gpt_unmap_state *s, u64 *table,
 				if (s->prune &&
 				    PTN(table_empty)(t, below, lvl - 1)) {
 					WRITE_ONCE(table[idx], 0);
-					gpt_gather_table(t, below, s->gather);
+					gpt_retire_table(t, below,
+							 ptf_order(t, lvl - 1,
+								   false),
+							 s->gather);
 				}
 				if (s->done)
 					return;
@@ -958,6 +961,7 @@ static void PTN(deinit)(struct gpt_table *t)
 {
 	unsigned long top = t->top;
 
+	gpt_free_spares(t);
 	if (!top)
 		return;
 	PTN(free_level)(t, gpt_top_table(top), gpt_top_lvl(top), true);

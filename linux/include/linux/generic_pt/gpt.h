@@ -193,6 +193,9 @@ struct gpt_amdv1_cfg {
  * Embed in the driver's domain structure.  Never written by the library
  * outside map (top level growth), so it may be read without locks.
  */
+/* Emptied tables a table no hardware walks keeps for its next maps */
+#define GPT_MAX_SPARES	2
+
 struct gpt_table {
 	const struct gpt_ops *ops;
 	unsigned long top;
@@ -203,7 +206,9 @@ struct gpt_table {
 	u8 oas;
 	u8 max_level;
 	u8 counted;	/* mapped through gpt_iommu_map_pages() once */
+	u8 keep_spares;	/* see gpt_keep_spares() */
 	int nid;
+	u64 *spares[GPT_MAX_SPARES];
 	void (*top_changed)(struct gpt_table *t);
 	union {
 		struct {
@@ -462,6 +467,23 @@ static inline int gpt_set_sw(struct gpt_table *t, u64 iova, unsigned int set,
  * Pages are accounted as the library allocated them (IOMMU page tables).
  */
 void gpt_free_gathered(struct iommu_iotlb_gather *gather);
+
+/**
+ * gpt_keep_spares() - keep emptied tables for the next maps
+ * @t: a table no hardware walks (a paravirtual IOMMU's record of its
+ *     mappings, a software IOMMU's table), before its first map
+ *
+ * An unmap that empties a table of the smallest size frees it at once into
+ * the table's spares, up to GPT_MAX_SPARES, instead of the gather's
+ * freelist: a map that needs a new table then takes one, already zeroed,
+ * without the page allocator. A DMA domain mapping and unmapping one page
+ * in an otherwise empty region does just that on every pair. The spares
+ * stay counted in @t->nr_tables until gpt_deinit() frees them.
+ */
+static inline void gpt_keep_spares(struct gpt_table *t)
+{
+	t->keep_spares = 1;
+}
 
 /**
  * gpt_deinit() - free every table
