@@ -321,6 +321,16 @@ static inline int viommu_maps_replay_page(const struct gpt_leaf *leaf,
 		     r->arg);
 }
 
+/* The walk of both replays: every page from @r->from on */
+static inline int viommu_maps_walk(struct viommu_maps *m,
+				   struct viommu_maps_replay *r)
+{
+	if (r->from > VIOMMU_TABLE_LAST)
+		return 0;
+	return gpt_walk(&m->table, r->from, VIOMMU_TABLE_LAST + 1 - r->from,
+			viommu_maps_replay_page, r);
+}
+
 /**
  * viommu_maps_replay() - call @fn for each MAP from @from on, in address order
  * @m: the domain's MAPs
@@ -336,10 +346,7 @@ static inline int viommu_maps_replay(struct viommu_maps *m, u64 from,
 {
 	struct viommu_maps_replay r = { .fn = fn, .arg = arg, .from = from };
 
-	if (from > VIOMMU_TABLE_LAST)
-		return 0;
-	return gpt_walk(&m->table, from, VIOMMU_TABLE_LAST + 1 - from,
-			viommu_maps_replay_page, &r);
+	return viommu_maps_walk(m, &r);
 }
 
 /**
@@ -361,10 +368,9 @@ static inline int viommu_maps_replay_refused(struct viommu_maps *m, u64 from,
 		.fn = fn, .arg = arg, .from = from, .refused_only = true,
 	};
 
-	if (from > VIOMMU_TABLE_LAST || !atomic_read(&m->failed))
+	if (!atomic_read(&m->failed))
 		return 0;
-	return gpt_walk(&m->table, from, VIOMMU_TABLE_LAST + 1 - from,
-			viommu_maps_replay_page, &r);
+	return viommu_maps_walk(m, &r);
 }
 
 #endif /* _DRIVERS_IOMMU_VIRTIO_IOMMU_MAPS_H */

@@ -169,23 +169,39 @@ static int __vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 }
 
 /**
- * vhost_iommu_fault_in() - bring in what a walk under v->lock could not read
- * @v: the device, its lock dropped
- * @uaddr: v->fault_in as the walk left it (0: nothing)
- * @tries: the caller's count of the walks it made, 0 at first
+ * vhost_iommu_walk_lock() - take v->lock for a lookup that may walk a table
+ * @v: the device
  *
- * A walk of a guest table reads the VMM's memory with page faults off: a
- * fault may take long (swap) or wait for the VMM itself (userfaultfd, whose
- * handler may need this device), and must not do so with v->lock held.
- * The page is faulted in here, in the VMM's mm, without the lock.
- *
- * Return: true when the caller should walk again; false when nothing was
- * missing, the page cannot be brought in, or the guest keeps it away.
+ * A walk of a guest table reads the VMM's memory with page faults off (see
+ * vhost_iommu_read_pte()): a fault may take long (swap) or wait for the
+ * VMM itself (userfaultfd, whose handler may need this device), and must
+ * not do so with v->lock held. vhost_iommu_walk_unlock() faults the page
+ * in without the lock and says whether to look up again.
  */
-bool vhost_iommu_fault_in(struct vhost_iommu *v, u64 uaddr,
-			  unsigned int *tries)
+void vhost_iommu_walk_lock(struct vhost_iommu *v)
 {
-	if (!uaddr || ++*tries > VHOST_IOMMU_FAULT_IN_TRIES || !current->mm)
+	mutex_lock(&v->lock);
+	v->fault_in = 0;
+}
+
+/**
+ * vhost_iommu_walk_unlock() - end a lookup vhost_iommu_walk_lock() began
+ * @v: the device, its lock held; dropped
+ * @ret: the lookup's result
+ * @tries: the caller's count of the lookups it made, 0 at first
+ *
+ * Return: true when a page of the table was missing and is in memory now:
+ * the caller looks up again; false when the lookup is final (it succeeded,
+ * failed on what it read, or the guest keeps the page away).
+ */
+bool vhost_iommu_walk_unlock(struct vhost_iommu *v, int ret,
+			     unsigned int *tries)
+{
+	u64 uaddr = v->fault_in;
+
+	mutex_unlock(&v->lock);
+	if (!ret || !uaddr || ++*tries > VHOST_IOMMU_FAULT_IN_TRIES ||
+	    !current->mm)
 		return false;
 	cond_resched();
 	return !fault_in_readable(u64_to_user_ptr(uaddr), sizeof(u64));
@@ -195,19 +211,15 @@ static int vhost_iommu_answer(struct vhost_iommu_bound *b, u64 iova,
 			      u32 perm, u8 *reason)
 {
 	unsigned int tries = 0;
-	u64 uaddr;
 	int ret;
 
 	do {
-		mutex_lock(&b->v->lock);
-		b->v->fault_in = 0;
+		vhost_iommu_walk_lock(b->v);
 		ret = __vhost_iommu_answer(b, iova, perm, reason);
-		uaddr = b->v->fault_in;
 		/* Under the lock, so that no MAP comes between unseen */
 		if (ret == -ENOENT || ret == -EACCES)
 			b->stopped = true;
-		mutex_unlock(&b->v->lock);
-	} while (ret && vhost_iommu_fault_in(b->v, uaddr, &tries));
+	} while (vhost_iommu_walk_unlock(b->v, ret, &tries));
 	return ret;
 }
 
@@ -231,21 +243,17 @@ int vhost_iommu_prefetch(struct vhost_iommu *v, u32 endpoint, u64 iova,
 {
 	struct vhost_iommu_ep *ep;
 	unsigned int tries = 0;
-	u64 uaddr;
 	u8 reason;
 	int ret;
 
 	do {
 		ret = -ENODEV;
-		mutex_lock(&v->lock);
-		v->fault_in = 0;
+		vhost_iommu_walk_lock(v);
 		ep = xa_load(&v->endpoints, endpoint);
 		if (ep && ep->binding)
 			ret = __vhost_iommu_answer(ep->binding, iova, perm,
 						   &reason);
-		uaddr = v->fault_in;
-		mutex_unlock(&v->lock);
-	} while (ret && vhost_iommu_fault_in(v, uaddr, &tries));
+	} while (vhost_iommu_walk_unlock(v, ret, &tries));
 	return ret;
 }
 

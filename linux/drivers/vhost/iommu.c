@@ -462,21 +462,17 @@ static long vhost_iommu_del_endpoint(struct vhost_iommu *v,
 }
 
 /* vhost_iommu_xlate() with v->lock taken, a page of a table faulted in */
-static int vhost_iommu_xlate_unlocked(struct vhost_iommu *v,
-				      struct vhost_iommu_translate *t,
-				      u32 access, u8 *reason,
-				      unsigned int *tries)
+static int vhost_iommu_xlate_locked(struct vhost_iommu *v,
+				    struct vhost_iommu_translate *t,
+				    u32 access, u8 *reason,
+				    unsigned int *tries)
 {
-	u64 uaddr;
 	int ret;
 
 	do {
-		mutex_lock(&v->lock);
-		v->fault_in = 0;
+		vhost_iommu_walk_lock(v);
 		ret = vhost_iommu_xlate(v, t, access, reason, U64_MAX);
-		uaddr = v->fault_in;
-		mutex_unlock(&v->lock);
-	} while (ret && vhost_iommu_fault_in(v, uaddr, tries));
+	} while (vhost_iommu_walk_unlock(v, ret, tries));
 	return ret;
 }
 
@@ -504,11 +500,11 @@ static long vhost_iommu_translate(struct vhost_iommu *v,
 		access |= VHOST_IOMMU_PERM_WRITE;
 		fault |= VIRTIO_IOMMU_FAULT_F_WRITE;
 	}
-	ret = vhost_iommu_xlate_unlocked(v, &t, access, &reason, &tries);
+	ret = vhost_iommu_xlate_locked(v, &t, access, &reason, &tries);
 	/* Posted MAP: the MAP may wait unnotified in the request queue */
 	if ((ret == -ENOENT || ret == -EACCES) && vhost_iommu_fetch_posted(v))
-		ret = vhost_iommu_xlate_unlocked(v, &t, access, &reason,
-						 &tries);
+		ret = vhost_iommu_xlate_locked(v, &t, access, &reason,
+					       &tries);
 	vhost_iommu_count(v, translates, 1);
 	if (ret)
 		vhost_iommu_count(v, translate_faults, 1);

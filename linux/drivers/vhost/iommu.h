@@ -70,7 +70,7 @@ struct vhost_iommu_ep {
 
 /*
  * Walks of one lookup that may each stop on a page of the guest's table
- * the VMM's mm must fault in (vhost_iommu_fault_in()): a guest that keeps
+ * the VMM's mm must fault in (vhost_iommu_walk_unlock()): a guest that keeps
  * its table away longer gets a fault.
  */
 #define VHOST_IOMMU_FAULT_IN_TRIES	8
@@ -168,7 +168,7 @@ struct vhost_iommu {
 	/*
 	 * A walk of a guest table under @lock found an entry's page not in
 	 * memory: its address in the VMM, for the walker to fault it in with
-	 * @lock dropped (vhost_iommu_fault_in()).  0: none.
+	 * @lock dropped (vhost_iommu_walk_unlock()).  0: none.
 	 */
 	u64 fault_in;
 
@@ -314,8 +314,9 @@ void vhost_iommu_invalidate_dom(struct vhost_iommu *v,
 void vhost_iommu_invalidate_ep(struct vhost_iommu *v,
 			       struct vhost_iommu_ep *ep);
 void vhost_iommu_invalidate_all(struct vhost_iommu *v);
-bool vhost_iommu_fault_in(struct vhost_iommu *v, u64 uaddr,
-			  unsigned int *tries);
+void vhost_iommu_walk_lock(struct vhost_iommu *v);
+bool vhost_iommu_walk_unlock(struct vhost_iommu *v, int ret,
+			     unsigned int *tries);
 void vhost_iommu_resume_dom(struct vhost_iommu *v,
 			    struct vhost_iommu_domain *dom);
 void vhost_iommu_unbind(struct vhost_iommu_bound *b);

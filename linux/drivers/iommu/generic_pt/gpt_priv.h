@@ -13,11 +13,6 @@
 
 #include "../iommu-pages.h"
 
-/*
- * Table pages larger than PAGE_SIZE (16K/64K ARM granules on a 4K kernel)
- * are allocated compound so that put_page() from iommu_put_pages_list()
- * releases all of them.
- */
 /* A spare table (gpt_keep_spares()), still counted in nr_tables, or NULL */
 static inline u64 *gpt_take_spare(struct gpt_table *t)
 {
@@ -43,6 +38,11 @@ static inline bool gpt_put_spare(struct gpt_table *t, u64 *table)
 	return false;
 }
 
+/*
+ * Table pages larger than PAGE_SIZE (16K/64K ARM granules on a 4K kernel)
+ * are allocated compound so that put_page() from iommu_put_pages_list()
+ * releases all of them.
+ */
 static inline u64 *gpt_alloc_table(struct gpt_table *t, unsigned int order,
 				   gfp_t gfp)
 {

@@ -22,18 +22,6 @@
 
 #define FAIL_NTH_MAX	400
 
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Let every allocation fail, quietly: 0, or -1 without fault injection. */
 static int fail_nth_setup(struct __test_metadata *_metadata)
 {

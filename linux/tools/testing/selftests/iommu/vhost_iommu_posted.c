@@ -341,6 +341,21 @@ TEST_F(viommu, posted_map_full_queue)
 }
 
 /*
+ * Put test frame 1 at the packet's IOVA on vhost-net's TX ring and kick
+ * vhost-net (the translation is the caller's: a MAP, posted or not)
+ */
+static int net_send_frame(struct _test_data_viommu *self, struct net_dev *n)
+{
+	uint64_t one = 1;
+
+	net_frame(gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF), 1);
+	n->desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
+	n->avail->ring[0] = 0;
+	__atomic_store_n(&n->avail->idx, 1, __ATOMIC_RELEASE);
+	return write(n->kick, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+}
+
+/*
  * rst: the same for a bound vhost-net's miss: the guest posts the MAP of a
  * packet and notifies only vhost-net; the frame must come out, byte for
  * byte, and no fault be reported.
@@ -350,7 +365,6 @@ TEST_F_TIMEOUT(viommu, posted_map_serves_vhost_net, 120)
 	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
 	struct net_dev n;
 	uint8_t got[2048];
-	uint64_t one = 1;
 	int i, len;
 
 	posted_up(_metadata, self);
@@ -358,13 +372,9 @@ TEST_F_TIMEOUT(viommu, posted_map_serves_vhost_net, 120)
 	if (access("/dev/vhost-net", F_OK))
 		SKIP(return, "no /dev/vhost-net (modprobe vhost_net)");
 	ASSERT_EQ(0, net_up(_metadata, self, &n));
-	net_frame(pkt, 1);
 	post_map(self, 0, 7, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF,
 		 VIRTIO_IOMMU_MAP_F_READ);
-	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
-	n.avail->ring[0] = 0;
-	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
-	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	ASSERT_EQ(0, net_send_frame(self, &n));
 	len = tap_frame(&n.tap, got, sizeof(got), 3000);
 	ASSERT_EQ(NET_FRAME, len);
 	EXPECT_EQ(0, memcmp(got, pkt + NET_HDR, NET_FRAME));
@@ -388,7 +398,6 @@ TEST_F_TIMEOUT(viommu, posted_refused_map_resumes_vhost_net, 120)
 	struct vhost_iommu_config c = self->cfg;
 	struct net_dev n;
 	uint8_t got[2048];
-	uint64_t one = 1;
 	uint32_t on = 1;
 	int i;
 
@@ -405,13 +414,9 @@ TEST_F_TIMEOUT(viommu, posted_refused_map_resumes_vhost_net, 120)
 			  GPA_BASE + NET_OFF_BUF, RW));
 
 	/* The packet's MAP, posted, is refused: the frame cannot go out */
-	net_frame(pkt, 1);
 	post_map(self, 0, 7, NET_IOVA_BUF, GPA_BASE + NET_OFF_BUF,
 		 VIRTIO_IOMMU_MAP_F_READ);
-	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
-	n.avail->ring[0] = 0;
-	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
-	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	ASSERT_EQ(0, net_send_frame(self, &n));
 	ASSERT_EQ(0, vq_wait_used(&self->rq, 1));
 	EXPECT_TRUE(used_is(self, 0, VIRTIO_IOMMU_S_NOMEM));
 	EXPECT_FAULT(VIRTIO_IOMMU_FAULT_R_MAPPING, FF_A | VIRTIO_IOMMU_FAULT_F_READ,
@@ -434,31 +439,6 @@ TEST_F_TIMEOUT(viommu, posted_refused_map_resumes_vhost_net, 120)
 #define CGROUP_ROOT	"/sys/fs/cgroup"
 #define CGROUP_TEST	CGROUP_ROOT "/vhost-iommu-test"
 
-static int put_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
-static long long get_ll(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long long val = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &val) != 1)
-		val = -1;
-	fclose(f);
-	return val;
-}
-
 /*
  * Put this process, the device's owner, and so the device's worker (one
  * of its threads), in a memory cgroup of its own: 0, or -1 without cgroup
@@ -472,11 +452,11 @@ static int memcg_enter(void)
 	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK) &&
 	    mount("none", CGROUP_ROOT, "cgroup2", 0, NULL))
 		return -1;
-	put_str(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
+	write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory");
 	mkdir(CGROUP_TEST, 0755);
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (put_str(CGROUP_TEST "/cgroup.procs", pid) ||
-	    get_ll(CGROUP_TEST "/memory.current") < 0)
+	if (write_file(CGROUP_TEST "/cgroup.procs", pid) ||
+	    read_number(CGROUP_TEST "/memory.current") < 0)
 		return -1;
 	return 0;
 }
@@ -486,7 +466,7 @@ static void memcg_leave(void)
 	char pid[16];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	put_str(CGROUP_ROOT "/cgroup.procs", pid);
+	write_file(CGROUP_ROOT "/cgroup.procs", pid);
 	rmdir(CGROUP_TEST);
 }
 
@@ -498,7 +478,6 @@ static void memcg_leave(void)
  */
 TEST_F_TIMEOUT(viommu, posted_map_charged_to_the_vmm, 120)
 {
-	uint8_t *pkt = gpa_ptr(self->mem, GPA_BASE + NET_OFF_BUF);
 	struct virtio_iommu_req_map r = {
 		.head.type = VIRTIO_IOMMU_T_MAP, .domain = 7,
 		.virt_start = NET_IOVA_BUF, .virt_end = NET_IOVA_BUF + (1ULL << 30) - 1,
@@ -507,7 +486,6 @@ TEST_F_TIMEOUT(viommu, posted_map_charged_to_the_vmm, 120)
 	long long before, after;
 	struct net_dev n;
 	uint8_t got[2048];
-	uint64_t one = 1;
 
 	posted_up(_metadata, self);
 	evt_post(&self->eq, self->mem, 0, 4, 32);
@@ -516,17 +494,13 @@ TEST_F_TIMEOUT(viommu, posted_map_charged_to_the_vmm, 120)
 	if (memcg_enter())
 		SKIP(return, "no memory cgroup (CONFIG_MEMCG)");
 	ASSERT_EQ(0, net_up(_metadata, self, &n));
-	before = get_ll(CGROUP_TEST "/memory.current");
+	before = read_number(CGROUP_TEST "/memory.current");
 
-	net_frame(pkt, 1);
 	post(self, 0, &r, sizeof(r));
-	n.desc[0] = (struct vring_desc){ NET_IOVA_BUF, NET_HDR + NET_FRAME };
-	n.avail->ring[0] = 0;
-	__atomic_store_n(&n.avail->idx, 1, __ATOMIC_RELEASE);
-	ASSERT_EQ(sizeof(one), write(n.kick, &one, sizeof(one)));
+	ASSERT_EQ(0, net_send_frame(self, &n));
 	ASSERT_EQ(NET_FRAME, tap_frame(&n.tap, got, sizeof(got), 3000));
 	EXPECT_TRUE(used_is(self, 0, OK));
-	after = get_ll(CGROUP_TEST "/memory.current");
+	after = read_number(CGROUP_TEST "/memory.current");
 	EXPECT_LE(before + (3LL << 19), after)
 		TH_LOG("memory.current %lld -> %lld: the tables were not charged here",
 		       before, after);

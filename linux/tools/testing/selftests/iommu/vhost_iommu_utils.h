@@ -502,6 +502,33 @@ static void big_request_queue(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &one));
 }
 
+/* Write @val to the file at @path (sysfs, debugfs, cgroupfs): 0 or -1 */
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* The number the file at @path begins with, -1 without one */
+static long long read_number(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long val = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &val) != 1)
+		val = -1;
+	fclose(f);
+	return val;
+}
+
 static unsigned long count_from_env(const char *name, unsigned long def)
 {
 	const char *s = getenv(name);
