@@ -2,7 +2,9 @@
 /*
  * A second-stage domain of the Intel VT-d driver, built without an IOMMU,
  * whose table the driver's own dma_pte code fills: the reference that
- * gpt_compare_kunit.c compares generic_pt's VT-d format with.
+ * gpt_compare_kunit.c compares generic_pt's VT-d format with, and the old
+ * side of gpt_bench.c's VT-d rows (their new side is the same domain on
+ * generic_pt).
  */
 #include <linux/kconfig.h>
 
@@ -67,6 +69,53 @@ struct iommu_domain *gpt_cmp_vtd_domain(unsigned int width,
 	/* What domain_update_iommu_cap() gives those super pages */
 	d->domain.pgsize_bitmap = SZ_4K | SZ_2M | (superpage > 1 ? SZ_1G : 0);
 	return &d->domain;
+}
+
+/**
+ * gpt_cmp_vtd_gpt_domain() - the same domain on generic_pt's VT-d format
+ * @width: as for gpt_cmp_vtd_domain()
+ * @superpage: as for gpt_cmp_vtd_domain(), at least 1 (the library maps 2M
+ *	pages wherever alignment allows)
+ * @snp: as for gpt_cmp_vtd_domain()
+ *
+ * A gpt_cmp_vtd_domain() whose table is built by generic_pt, as the
+ * driver's domain_gpt_init() builds it for an IOMMU with coherent walks:
+ * the domain ops then run the driver's generic_pt paths.  The benchmark
+ * drives both kinds through the same ops, so both pay the driver's own
+ * bookkeeping.
+ *
+ * Context: process context, allocates with GFP_KERNEL.
+ *
+ * Return: the domain, NULL if out of memory or @superpage is 0.
+ */
+struct iommu_domain *gpt_cmp_vtd_gpt_domain(unsigned int width,
+					    unsigned int superpage, bool snp)
+{
+	struct gpt_vtdss_cfg cfg = { .nid = NUMA_NO_NODE };
+	struct iommu_domain *dom;
+	struct dmar_domain *d;
+
+	if (!IS_ENABLED(CONFIG_IOMMU_PT_VTDSS) || !superpage)
+		return NULL;
+	dom = gpt_cmp_vtd_domain(width, superpage, snp);
+	if (!dom)
+		return NULL;
+	d = to_dmar_domain(dom);
+	cfg.levels = agaw_to_level(d->agaw);
+	if (superpage < 2)
+		cfg.flags |= GPT_VTDSS_NO_1G;
+	if (snp)
+		cfg.flags |= GPT_VTDSS_SNP;
+	if (gpt_vtdss_init(&d->pt, &cfg, GFP_KERNEL)) {
+		dom->ops->free(dom);
+		return NULL;
+	}
+	/* A generic_pt domain has no dma_pte root: domain_exit() frees none */
+	iommu_free_page(d->pgd);
+	d->pgd = NULL;
+	d->use_gpt = true;
+	dom->pgsize_bitmap = d->pt.pgsize_bitmap;
+	return dom;
 }
 
 /**
