@@ -30,40 +30,28 @@ DEFINE_PER_CPU(struct gpt_iommu_counts, gpt_iommu_counts);
 EXPORT_PER_CPU_SYMBOL_GPL(gpt_iommu_counts);
 
 /**
- * gpt_iommu_unmap_pages() - iommu_domain_ops.unmap_pages on a generic table
+ * gpt_iommu_unmap_cut() - the rest of gpt_iommu_unmap_pages()
  * @t: the domain's table
- * @iova: first input address
- * @pgsize: page size
- * @pgcount: number of pages
- * @gather: collects the range to flush and the tables to free
+ * @iova: first input address of the whole range
+ * @len: length of the whole range
+ * @done: bytes unmapped from @iova so far, less than @len
+ * @gather: as for gpt_iommu_unmap_pages()
  *
- * Same locking as gpt_iommu_map_pages().  Exactly the range is unmapped, as
- * io-pgtable-arm does: a large page that is only partly inside it is cut
- * (gpt_cut(), GFP_ATOMIC since unmap may be called in atomic context) until
- * the part inside can go on its own.  Users rely on this: VFIO type1 probes
- * whether unmapping one page of a two-page mapping unmaps exactly one page,
- * and unmaps page by page when it does not.  The flush of the gathered range
- * also drops any IOTLB entry of the large page before the cut.
+ * The unmap stopped at a large page only partly inside the range: cut it
+ * (GFP_ATOMIC, since unmap may be called in atomic context) until the part
+ * inside can go on its own, and go on.
  *
- * Return: bytes unmapped from @iova; less than asked only where the range
- * has a hole or a cut failed for lack of memory.
+ * Return: bytes unmapped from @iova, as gpt_iommu_unmap_pages().
  */
-size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
-			     size_t pgsize, size_t pgcount,
-			     struct iommu_iotlb_gather *gather)
+size_t gpt_iommu_unmap_cut(struct gpt_table *t, unsigned long iova,
+			   size_t len, size_t done,
+			   struct iommu_iotlb_gather *gather)
 {
-	size_t len, done = 0;
-
-	if (check_mul_overflow(pgsize, pgcount, &len))
-		return 0;
-	for (;;) {
+	while (done < len && !gpt_cut(t, iova + done, GFP_ATOMIC))
 		done += gpt_unmap(t, iova + done, len - done, gather);
-		/* Stopped short: a leaf at iova + done reaches outside */
-		if (done >= len || gpt_cut(t, iova + done, GFP_ATOMIC))
-			return done;
-	}
+	return done;
 }
-EXPORT_SYMBOL_GPL(gpt_iommu_unmap_pages);
+EXPORT_SYMBOL_GPL(gpt_iommu_unmap_cut);
 
 /**
  * gpt_iommu_iova_to_phys() - iommu_domain_ops.iova_to_phys

@@ -78,9 +78,46 @@ static inline int gpt_iommu_map_pages(struct gpt_table *t, unsigned long iova,
 	return gpt_map(t, iova, paddr, len, prot, gfp, mapped);
 }
 
-size_t gpt_iommu_unmap_pages(struct gpt_table *t, unsigned long iova,
-			     size_t pgsize, size_t pgcount,
-			     struct iommu_iotlb_gather *gather);
+size_t gpt_iommu_unmap_cut(struct gpt_table *t, unsigned long iova,
+			   size_t len, size_t done,
+			   struct iommu_iotlb_gather *gather);
+
+/**
+ * gpt_iommu_unmap_pages() - iommu_domain_ops.unmap_pages on a generic table
+ * @t: the domain's table
+ * @iova: first input address
+ * @pgsize: page size
+ * @pgcount: number of pages
+ * @gather: collects the range to flush and the tables to free
+ *
+ * Same locking as gpt_iommu_map_pages(), and inline for the same reason.
+ * Exactly the range is unmapped, as io-pgtable-arm does: a large page that
+ * is only partly inside it is cut (gpt_cut(), in gpt_iommu_unmap_cut())
+ * until the part inside can go on its own.  Users rely on this: VFIO type1
+ * probes whether unmapping one page of a two-page mapping unmaps exactly
+ * one page, and unmaps page by page when it does not.  The flush of the
+ * gathered range also drops any IOTLB entry of the large page before the
+ * cut.
+ *
+ * Return: bytes unmapped from @iova; less than asked only where the range
+ * has a hole or a cut failed for lack of memory.
+ */
+static inline size_t gpt_iommu_unmap_pages(struct gpt_table *t,
+					   unsigned long iova, size_t pgsize,
+					   size_t pgcount,
+					   struct iommu_iotlb_gather *gather)
+{
+	size_t len, done;
+
+	if (check_mul_overflow(pgsize, pgcount, &len))
+		return 0;
+	done = gpt_unmap(t, iova, len, gather);
+	/* Stopped short: a leaf at iova + done reaches outside */
+	if (unlikely(done < len))
+		return gpt_iommu_unmap_cut(t, iova, len, done, gather);
+	return done;
+}
+
 phys_addr_t gpt_iommu_iova_to_phys(struct gpt_table *t, dma_addr_t iova);
 int gpt_iommu_read_and_clear_dirty(struct gpt_table *t, unsigned long iova,
 				   size_t size, unsigned long flags,
