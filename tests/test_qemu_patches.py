@@ -488,7 +488,22 @@ MALFORMED = {
                                    3),
     # Arm 16K: a block at level 1 needs 52-bit addresses
     "lpae-16k-l1-block": ("virt-lpae-16k", lambda pte, slot: (pte & ~3) | 1, 3),
+    # AMD: next level 7 encodes the page size in the address bits (one
+    # more than the run of ones from bit 12); at level 2 (2 MiB pages) only
+    # 4 MiB to 512 MiB are pages of that level (vhost-iommu.rst, "The
+    # formats"): every address bit set (2^53 bytes), 8 KiB (bit 12 clear)
+    # and 1 GiB (bits 12 to 28 set) are not
+    "amd-size-2^53": ("q35-amd-4level", lambda pte, slot: _amd_sized(40), 2),
+    "amd-size-below-its-level": ("q35-amd-4level", lambda pte, slot: _amd_sized(0), 2),
+    "amd-size-of-the-level-above": ("q35-amd-4level",
+                                    lambda pte, slot: _amd_sized(17), 2),
 }
+
+
+def _amd_sized(ones: int, base: int = 0) -> int:
+    """An AMD v1 leaf of next level 7 at @base whose address bits from
+    bit 12 hold @ones ones, then a zero: a page of 2^(13 + @ones) bytes."""
+    return base | ((1 << ones) - 1) << 12 | 1 | 7 << 9 | 3 << 61
 
 
 @pytest.mark.parametrize("case", MALFORMED)
@@ -505,6 +520,22 @@ def test_malformed_entry_faults(rig_factory, case):
     assert r.q.read(r.data(0), 16) == bytes(16)
     faults = r.v.faults()
     assert faults and all(f[0] == qt.FAULT_R_MAPPING and f[2] == EDU_EP for f in faults)
+
+
+def test_amd_size_encoded_leaf_translates(rig_factory):
+    """A 32 KiB AMD v1 page (next level 7, bits 12 and 13 set) in every
+    level-1 entry it covers translates the whole page: the sizes a level
+    can hold still walk."""
+    r, t = _table_rig(rig_factory, "q35-amd-4level")
+    page, g = r.data(0), 1 << t.granule          # data(0) is 64 KiB aligned
+    for i in range(8):
+        t.set(t.entry_addr(IOVA + i * g, 1), _amd_sized(2, page))
+    r.q.write(page + 0x5123, b"32K page")
+    r.edu.read_from(IOVA + 0x5123, 8)
+    t.map(IOVA + 0x100000, r.data(1))
+    r.edu.write_to(IOVA + 0x100000, 8)
+    assert r.q.read(r.data(1), 8) == b"32K page"
+    assert r.v.faults() == []
 
 
 def _one_leaf_rig(rig_factory, walk, props="attach-table=on"):
