@@ -23,12 +23,13 @@ PROGRAMS = (
     # a guest's stage 1 over a VFIO nesting container (shadowed)
     ("tools/testing/selftests/iommu/vfio_nested.c", "vfio_nested", False),
     # vhost-iommu: the device, what a guest may cost, vhost-net bound to it,
-    # page-table sharing, posted MAP
+    # page-table sharing, posted MAP, the state saved and restored
     ("tools/testing/selftests/iommu/vhost_iommu.c", "vhost_iommu", False),
     ("tools/testing/selftests/iommu/vhost_iommu_limits.c", "vhost_iommu_limits", False),
     ("tools/testing/selftests/iommu/vhost_iommu_net.c", "vhost_iommu_net", False),
     ("tools/testing/selftests/iommu/vhost_iommu_table.c", "vhost_iommu_table", False),
     ("tools/testing/selftests/iommu/vhost_iommu_posted.c", "vhost_iommu_posted", False),
+    ("tools/testing/selftests/iommu/vhost_iommu_state.c", "vhost_iommu_state", False),
     # vhost-iommu forwarding a VFIO endpoint's table to its container
     ("tools/testing/selftests/iommu/vhost_iommu_vfio.c", "vhost_iommu_vfio", False),
     # `make bench-viommu` (linux/map_benchmark.h is not uAPI in 6.12)

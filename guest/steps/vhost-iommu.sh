@@ -14,9 +14,9 @@ if ! modprobe vhost_net; then
 	rc=1
 fi
 # The device against virtio 1.3; what a guest may cost the host; vhost-net
-# bound to it; page-table sharing; posted MAP
+# bound to it; page-table sharing; posted MAP; the state saved and restored
 for t in vhost_iommu vhost_iommu_limits vhost_iommu_net vhost_iommu_table \
-	 vhost_iommu_posted; do
+	 vhost_iommu_posted vhost_iommu_state; do
 	"/bin/$t" || rc=1
 done
 exec 3<>/dev/vhost-iommu

@@ -23,9 +23,6 @@
 
 #include "iommu.h"
 
-/* The pages of a MAP without access */
-#define VHOST_IOMMU_SW_NONE		GPT_SW_USER
-
 static u64 vhost_iommu_granule(struct vhost_iommu *v)
 {
 	return v->cfg.page_size_mask & -v->cfg.page_size_mask;

@@ -56,16 +56,41 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 	return VIRTIO_IOMMU_S_OK;
 }
 
-union vhost_iommu_req {
-	struct virtio_iommu_req_head head;
-	struct virtio_iommu_req_attach attach;
-	struct virtio_iommu_req_detach detach;
-	struct virtio_iommu_req_map map;
-	struct virtio_iommu_req_unmap unmap;
-	struct virtio_iommu_req_probe probe;
-	struct virtio_iommu_req_attach_table attach_table;
-	struct virtio_iommu_req_invalidate invalidate;
-};
+/**
+ * vhost_iommu_serve_request() - do what a request asks
+ * @v: the device, its lock held
+ * @req: the request, whole and of a type the device knows with the
+ *       features negotiated
+ * @props: PROBE's properties buffer of probe_size bytes
+ *
+ * Return: the status for the request's tail.
+ */
+u8 vhost_iommu_serve_request(struct vhost_iommu *v, union vhost_iommu_req *req,
+			     u8 *props)
+{
+	lockdep_assert_held(&v->lock);
+	switch (req->head.type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		return vhost_iommu_attach(v, &req->attach);
+	case VIRTIO_IOMMU_T_DETACH:
+		return vhost_iommu_detach(v, &req->detach);
+	case VIRTIO_IOMMU_T_MAP:
+		return vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+		       vhost_iommu_map(v, &req->map) : VIRTIO_IOMMU_S_UNSUPP;
+	case VIRTIO_IOMMU_T_UNMAP:
+		return vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
+		       vhost_iommu_unmap(v, &req->unmap) :
+		       VIRTIO_IOMMU_S_UNSUPP;
+	case VIRTIO_IOMMU_T_ATTACH_TABLE:
+		return vhost_iommu_attach_table(v, &req->attach_table);
+	case VIRTIO_IOMMU_T_INVALIDATE:
+		return vhost_iommu_invalidate(v, &req->invalidate);
+	case VIRTIO_IOMMU_T_PROBE:
+		return vhost_iommu_probe(v, &req->probe, props);
+	default:
+		return VIRTIO_IOMMU_S_UNSUPP;
+	}
+}
 
 /*
  * Serve one request: @out device-readable then @in device-writable iovecs
@@ -155,33 +180,7 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 			}
 		}
 		mutex_lock(&v->lock);
-		switch (req.head.type) {
-		case VIRTIO_IOMMU_T_ATTACH:
-			status = vhost_iommu_attach(v, &req.attach);
-			break;
-		case VIRTIO_IOMMU_T_DETACH:
-			status = vhost_iommu_detach(v, &req.detach);
-			break;
-		case VIRTIO_IOMMU_T_MAP:
-			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
-				 vhost_iommu_map(v, &req.map) :
-				 VIRTIO_IOMMU_S_UNSUPP;
-			break;
-		case VIRTIO_IOMMU_T_UNMAP:
-			status = vhost_iommu_acked(v, VIRTIO_IOMMU_F_MAP_UNMAP) ?
-				 vhost_iommu_unmap(v, &req.unmap) :
-				 VIRTIO_IOMMU_S_UNSUPP;
-			break;
-		case VIRTIO_IOMMU_T_ATTACH_TABLE:
-			status = vhost_iommu_attach_table(v, &req.attach_table);
-			break;
-		case VIRTIO_IOMMU_T_INVALIDATE:
-			status = vhost_iommu_invalidate(v, &req.invalidate);
-			break;
-		default:
-			status = vhost_iommu_probe(v, &req.probe, props);
-			break;
-		}
+		status = vhost_iommu_serve_request(v, &req, props);
 		mutex_unlock(&v->lock);
 	}
 

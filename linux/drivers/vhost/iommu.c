@@ -209,13 +209,14 @@ static int vhost_iommu_resv_fit(u32 nr_resv, u32 ep_flags,
 	       c->probe_size;
 }
 
-static u64 vhost_iommu_features(struct vhost_iommu *v)
+/* The features the guest negotiated */
+u64 vhost_iommu_features(struct vhost_iommu *v)
 {
 	return v->vqs[VHOST_IOMMU_VQ_REQUEST].acked_features;
 }
 
-/* The detached VFIO endpoints, after a change of bypass */
-static void vhost_iommu_settle_all(struct vhost_iommu *v)
+/* The detached VFIO endpoints, after a change of bypass; v->lock held */
+void vhost_iommu_settle_all(struct vhost_iommu *v)
 {
 	struct vhost_iommu_ep *ep;
 	unsigned long id;
@@ -624,6 +625,12 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 	case VHOST_IOMMU_RESET:
 		vhost_iommu_reset_device(v);
 		ret = 0;
+		break;
+	case VHOST_IOMMU_GET_STATE:
+		ret = vhost_iommu_get_state(v, argp);
+		break;
+	case VHOST_IOMMU_SET_STATE:
+		ret = vhost_iommu_set_state(v, argp);
 		break;
 	case VHOST_RESET_OWNER:
 	case VHOST_SET_LOG_BASE:

@@ -6,7 +6,8 @@
  * the domains and what they map, iommu-iotlb.c is the IOTLB provider that
  * translates for the vhost devices bound to endpoints, iommu-table.c walks
  * the guest's tables, iommu-debugfs.c shows the counters, iommu-vfio.c
- * forwards the tables of endpoints that are VFIO groups.
+ * forwards the tables of endpoints that are VFIO groups, iommu-state.c
+ * saves and restores what the guest built.
  */
 #ifndef _DRIVERS_VHOST_IOMMU_H
 #define _DRIVERS_VHOST_IOMMU_H
@@ -47,6 +48,9 @@ struct vhost_iommu_domain {
 	struct vhost_iommu_table *table;	/* a table domain, or NULL */
 	struct gpt_table pt;			/* the MAPs, see iommu-domain.c */
 };
+
+/* The pages of a MAP without access, in a MAP domain's table */
+#define VHOST_IOMMU_SW_NONE		GPT_SW_USER
 
 struct vhost_iommu_vfio;
 
@@ -198,8 +202,24 @@ static inline bool vhost_iommu_zero(const void *p, size_t n)
 
 /* iommu.c: the file */
 struct vhost_iommu *vhost_iommu_from_file(struct file *file);
+u64 vhost_iommu_features(struct vhost_iommu *v);
+void vhost_iommu_settle_all(struct vhost_iommu *v);
+
+/* A request as the driver sends it, any type */
+union vhost_iommu_req {
+	struct virtio_iommu_req_head head;
+	struct virtio_iommu_req_attach attach;
+	struct virtio_iommu_req_detach detach;
+	struct virtio_iommu_req_map map;
+	struct virtio_iommu_req_unmap unmap;
+	struct virtio_iommu_req_probe probe;
+	struct virtio_iommu_req_attach_table attach_table;
+	struct virtio_iommu_req_invalidate invalidate;
+};
 
 /* iommu-queue.c: the request and event queues */
+u8 vhost_iommu_serve_request(struct vhost_iommu *v, union vhost_iommu_req *req,
+			     u8 *props);
 void vhost_iommu_handle_req_kick(struct vhost_work *work);
 void vhost_iommu_handle_evt_kick(struct vhost_work *work);
 bool vhost_iommu_fetch_posted(struct vhost_iommu *v);
@@ -300,6 +320,10 @@ static inline u8 vhost_iommu_vfio_invalidate(struct vhost_iommu_domain *dom,
 	return VIRTIO_IOMMU_S_OK;
 }
 #endif
+
+/* iommu-state.c: the state saved and restored, dev.mutex held */
+long vhost_iommu_get_state(struct vhost_iommu *v, void __user *argp);
+long vhost_iommu_set_state(struct vhost_iommu *v, void __user *argp);
 
 /* iommu-debugfs.c: counters */
 void vhost_iommu_debugfs_add(struct vhost_iommu *v);

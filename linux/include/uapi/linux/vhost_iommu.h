@@ -211,6 +211,99 @@ struct vhost_iommu_translate {
 	__u32 reserved;
 };
 
+/**
+ * struct vhost_iommu_state - the argument of VHOST_IOMMU_GET_STATE and
+ *                            VHOST_IOMMU_SET_STATE
+ * @argsz: the size of the structure as the caller knows it, at least 32
+ *         (EINVAL); bytes past what this kernel knows must be zero (E2BIG)
+ * @flags: zero (reserved)
+ * @size: GET_STATE: in, the bytes at @data; out, the size of the state,
+ *        also when it does not fit (ENOSPC, nothing written: ask with 0 to
+ *        learn it).  SET_STATE: the bytes of the state at @data
+ * @data: user pointer to the state
+ * @reserved: zero
+ */
+struct vhost_iommu_state {
+	__u32 argsz;
+	__u32 flags;
+	__u64 size;
+	__u64 data;
+	__u64 reserved;
+};
+
+/*
+ * The state: a header, then records, each 8-byte aligned, all fields
+ * little-endian, whatever the host.  Version 1 has three kinds of record:
+ * the config (first, once), the requests that build the domains again (an
+ * ATTACH or ATTACH_TABLE for each endpoint in a domain, then the domain's
+ * MAPs, each as the driver sends it, without its tail), and the fault
+ * records waiting for an event buffer, oldest first.
+ */
+#define VHOST_IOMMU_STATE_MAGIC		0x4d4f4956	/* "VIOM" */
+#define VHOST_IOMMU_STATE_VERSION	1
+
+/**
+ * struct vhost_iommu_state_header - the start of a state
+ * @magic: VHOST_IOMMU_STATE_MAGIC
+ * @version: VHOST_IOMMU_STATE_VERSION
+ * @size: bytes of the whole state, this header included
+ * @features: the virtio features the guest negotiated
+ * @reserved: zero
+ */
+struct vhost_iommu_state_header {
+	__le32 magic;
+	__le32 version;
+	__le64 size;
+	__le64 features;
+	__le64 reserved;
+};
+
+/* struct vhost_iommu_state_record.type */
+#define VHOST_IOMMU_STATE_R_CONFIG	1	/* struct vhost_iommu_state_config */
+#define VHOST_IOMMU_STATE_R_REQUEST	2	/* a virtio_iommu_req_* */
+#define VHOST_IOMMU_STATE_R_FAULT	3	/* struct virtio_iommu_fault */
+
+/**
+ * struct vhost_iommu_state_record - a record's header, @len bytes follow
+ * @type: VHOST_IOMMU_STATE_R_*
+ * @reserved: zero
+ * @len: bytes of the record after this header (the next record starts at
+ *       the next multiple of 8)
+ */
+struct vhost_iommu_state_record {
+	__le16 type;
+	__le16 reserved;
+	__le32 len;
+};
+
+/**
+ * struct vhost_iommu_state_config - what of the config the guest sees
+ * @page_size_mask: as in struct vhost_iommu_config
+ * @input_start: as in struct vhost_iommu_config
+ * @input_end: as in struct vhost_iommu_config
+ * @domain_start: as in struct vhost_iommu_config
+ * @domain_end: as in struct vhost_iommu_config
+ * @probe_size: as in struct vhost_iommu_config
+ * @table_formats: as in struct vhost_iommu_config
+ * @bypass: as in struct vhost_iommu_config, as the guest last wrote it
+ * @reserved: zero
+ *
+ * SET_STATE refuses a state whose config differs from the device's in
+ * anything but @bypass, which it takes.  The limits are the device's own:
+ * a state that does not fit them is refused.
+ */
+struct vhost_iommu_state_config {
+	__le64 page_size_mask;
+	__le64 input_start;
+	__le64 input_end;
+	__le32 domain_start;
+	__le32 domain_end;
+	__le32 probe_size;
+	__le32 table_formats;
+	__u8 bypass;
+	__u8 reserved[7];
+};
+
 /*
  * Our calls, in the VHOST_VIRTIO (0xAF) space from 0xA0 on, which
  * include/uapi/linux/vhost.h does not use.
@@ -228,6 +321,15 @@ struct vhost_iommu_translate {
  * VHOST_IOMMU_RESET: the device reset: stopped, every domain and mapping
  * goes, endpoints stay registered.
  * VHOST_IOMMU_TRANSLATE: see struct vhost_iommu_translate.
+ * VHOST_IOMMU_GET_STATE: the state of a paused device (EBUSY while it runs
+ * or before a config), see struct vhost_iommu_state.
+ * VHOST_IOMMU_SET_STATE: load a state into a configured device that is
+ * paused and has no domain (EBUSY otherwise), its features, memory table
+ * and endpoints set as where it was saved.  Every record is checked as the
+ * request or value it stands for; on any error (EINVAL malformed, or saved
+ * under other features or config; ENOSPC past this device's limits; ENODEV
+ * an endpoint not added; ERANGE; EOPNOTSUPP) the device is left without
+ * domains, as before.
  *
  * A vhost device (vhost-net) is bound to an endpoint on its own file, with
  * VHOST_SET_IOMMU (include/uapi/linux/vhost.h) naming this file and the
@@ -243,7 +345,7 @@ struct vhost_iommu_translate {
  *
  * Reserved for later, so they keep their numbers: 0xA8 statistics.
  */
-/* Sized by their @argsz, not by the number, so that the structure can grow */
+/* Sized by their @argsz, not by the number, so that the structures can grow */
 #define VHOST_IOMMU_SET_CONFIG	_IO(VHOST_VIRTIO, 0xA0)
 #define VHOST_IOMMU_GET_CONFIG	_IO(VHOST_VIRTIO, 0xA1)
 #define VHOST_IOMMU_ADD_ENDPOINT _IOW(VHOST_VIRTIO, 0xA2, struct vhost_iommu_endpoint)
@@ -251,5 +353,7 @@ struct vhost_iommu_translate {
 #define VHOST_IOMMU_SET_RUNNING	_IOW(VHOST_VIRTIO, 0xA4, __u32)
 #define VHOST_IOMMU_TRANSLATE	_IOWR(VHOST_VIRTIO, 0xA5, struct vhost_iommu_translate)
 #define VHOST_IOMMU_RESET	_IO(VHOST_VIRTIO, 0xA6)
+#define VHOST_IOMMU_GET_STATE	_IO(VHOST_VIRTIO, 0xA7)
+#define VHOST_IOMMU_SET_STATE	_IO(VHOST_VIRTIO, 0xA9)
 
 #endif /* _UAPI_LINUX_VHOST_IOMMU_H */
