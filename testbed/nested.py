@@ -88,6 +88,7 @@ class Nested:
     bench_only: bool = False        # `make bench-vhost` only, no test
     reset_after: str = ""           # reset L2 once this step ended
     pause_after: str = ""           # stop and cont L2 once this step ended
+    migrate_after: str = ""         # save L2 to a file, run it from there
     template: str = L2_TEMPLATE     # the scenario whose env and append L2 takes
     l2_append: str = ""             # more of L2's command line
     l2_env: tuple[tuple[str, str], ...] = ()    # more of L2's /etc/tb.env
@@ -178,13 +179,18 @@ NESTED = {n.name: n for n in (
     # again while L2 runs; the kernel device's endpoints follow (QEMU
     # patch 0027). After blk, L1 stops L2's VM and lets it run again: the
     # kernel device pauses and keeps every domain and mapping (QEMU patch
-    # 0056), which the steps after it use.
+    # 0056), which the steps after it use. After net, L1 migrates L2 to a
+    # file and runs it from there in a new QEMU: the kernel device's state
+    # goes with it (QEMU patch 0062; the rings' mappings, the edu's DMA
+    # and the hotplug after it depend on it).
     Nested("x86_64-nested-vhost-iommu",
            "L1 runs our kernel and QEMU; L2 behind virtio-iommu-pci,vhost=on "
            "(/dev/vhost-iommu): vhost-net bound to its endpoint, virtio-blk "
            "and edu translated by the kernel device, L2 stopped and run "
-           "again, an edu hotplugged, unplugged and plugged again",
+           "again, migrated to a file and run from it, an edu hotplugged, "
+           "unplugged and plugged again",
            "virtio-iommu-pci,vhost=on", True, pause_after="blk",
+           migrate_after="net",
            l2_steps=("iommu-info", "blk", "net", "vfio-edu", "pci-hotplug",
                      "viommu-stats", "viommu-remove"),
            # the edu test maps past the device's room: the posted MAPs it
@@ -423,6 +429,7 @@ def build_l1_image(n: Nested, work: Path) -> tuple[Path, dict[str, str]]:
         "TB_L2_TIMEOUT": str(n.l2_timeout_s),
         "TB_L2_RESET_AFTER": n.reset_after,
         "TB_L2_PAUSE_AFTER": n.pause_after,
+        "TB_L2_MIGRATE_AFTER": n.migrate_after,
         "TB_L2_VFIO": "1" if n.l2_vfio else "0",
         "TB_L2_REFUSALS": "1" if n.refusals and n.l2_vfio else "0",
         "TB_L2_VHOST_REFUSED": n.vhost_refused,

@@ -162,6 +162,11 @@ traced() { [ "$TB_L2_TRACE" != 0 ]; }
 traced || trace=
 : > /tmp/l2.trace
 t0=$(date +%s)
+
+# run_l2 [QEMU-ARGS...]: L2's QEMU, its console and stderr read below. A
+# migration ends it (TB_L2_MIGRATE_AFTER) and starts it again from the
+# saved state (-incoming): each QEMU traces to a file of its own.
+run_l2() {
 # -serial stdio: each line of L2's console reaches us as it is printed, so
 # that the time L2 reached its /init is known here; QEMU's stderr comes in
 # the same stream, its lines in order with the console's.
@@ -177,7 +182,7 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 	-device virtio-blk-pci,drive=disk0,disable-legacy=on,iommu_platform=on \
 	-netdev tap,id=net0,ifname=tap0,script=no,downscript=no,vhost=on \
 	-device virtio-net-pci,netdev=net0,romfile=,disable-legacy=on,iommu_platform=on \
-	$edu $hotplug $trace \
+	$edu $hotplug $trace "$@" \
 	-monitor tcp:127.0.0.1:4444,server=on,wait=off \
 	< /dev/null 2>&1 | while IFS= read -r line; do
 		case "$line" in
@@ -205,6 +210,19 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 					nc 127.0.0.1 4444 > /dev/null &
 			fi
 			;;
+		# TB_L2_MIGRATE_AFTER=<step>: once that step ended, stop L2,
+		# save it to a file (a migration's stream, the kernel device's
+		# state in it) and end this QEMU; a new one takes L2 from the
+		# file below and L2 runs its next steps there
+		"TB-END $TB_L2_MIGRATE_AFTER "*)
+			if [ -n "$TB_L2_MIGRATE_AFTER" ] && [ ! -e /tmp/l2.migrating ]; then
+				touch /tmp/l2.migrating
+				echo "L2-TIME migrating $(($(date +%s) - t0))"
+				printf '%s\n' stop 'migrate "exec:cat > /tmp/l2.mig"' \
+					'info migrate' quit |
+					nc 127.0.0.1 4444 > /tmp/l2.migrate.log 2>&1 &
+			fi
+			;;
 		# L2's pci-hotplug step asks for an edu on rp1 and for its
 		# unplug; the kernel device's endpoints are noted each time
 		# before the change: after the add L2 saw, after the unplug
@@ -230,6 +248,17 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 		echo "L2: $line"
 		echo "$line" >> /tmp/l2.log
 	done
+}
+
+run_l2
+if [ -e /tmp/l2.migrating ]; then
+	diag "l2-migration: $(grep -a -m 1 -e 'Migration status' /tmp/l2.migrate.log | tr -d '\r') $(du -k /tmp/l2.mig 2>/dev/null | cut -f1) KiB"
+	echo "L2-TIME restored $(($(date +%s) - t0))"
+	touch /tmp/l2.migrated
+	traced && trace=$(echo "$trace" | sed 's#/tmp/l2.trace#/tmp/l2.trace2#')
+	run_l2 -incoming "exec:cat /tmp/l2.mig"
+	[ -e /tmp/l2.trace2 ] && cat /tmp/l2.trace2 >> /tmp/l2.trace
+fi
 echo "L2-TIME done $(($(date +%s) - t0))"
 kill "$httpd" "$echod" $snap 2>/dev/null
 while read -r line; do
@@ -239,6 +268,14 @@ check "L2 powered off after its steps" grep -q '^TB-DONE' /tmp/l2.log
 if [ -n "$TB_L2_PAUSE_AFTER" ]; then
 	check "L2 was stopped and ran on after its $TB_L2_PAUSE_AFTER step" \
 		[ -e /tmp/l2.paused ]
+fi
+migrated() {
+	[ -e /tmp/l2.migrated ] &&
+		grep -a -q 'Migration status: completed' /tmp/l2.migrate.log
+}
+if [ -n "$TB_L2_MIGRATE_AFTER" ]; then
+	check "L2 was saved after its $TB_L2_MIGRATE_AFTER step and ran on from the file" \
+		migrated
 fi
 # QEMU's device logs the edu test's faults ("no mapping"), and vfio-pci
 # that the edu has no reset to give (no FLR, no PM reset); QEMU 7.2's
