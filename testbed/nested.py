@@ -227,9 +227,11 @@ NESTED = {n.name: n for n in (
     Nested("x86_64-nested-vhost-iommu-pt",
            "the vhost=on scenario in page-table mode (attach-table=on): L2's "
            "driver attaches VT-d second-stage tables that L1's kernel walks, "
-           "for vhost-net's misses and the emulated devices' translations",
+           "for vhost-net's misses and the emulated devices' translations; "
+           "L2 paused, then migrated to a file and run from it",
            "virtio-iommu-pci,vhost=on,attach-table=on", True,
-           template="x86_64-virtio-iommu-pt", full_only=True, pause_after="blk"),
+           template="x86_64-virtio-iommu-pt", full_only=True, pause_after="blk",
+           migrate_after="net"),
     # The whole nesting chain: L0's intel-iommu model walks the table
     # L1's VFIO composed from L2's, which vhost-iommu in L1 forwarded
     Nested("x86_64-nested-vhost-vfio",
