@@ -286,7 +286,10 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 				      struct vhost_virtqueue *vq,
 				      unsigned int limit)
 {
-	unsigned int out, in, n = 0;
+	/* A migration's dirty log: what the answers write */
+	struct vhost_log *log = vhost_has_feature(vq, VHOST_F_LOG_ALL) ?
+				vq->log : NULL;
+	unsigned int out, in, log_num = 0, n = 0;
 	bool answered = false;		/* used buffers not signalled yet */
 	enum vhost_iommu_look look;
 	u64 start;
@@ -297,7 +300,7 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 	for (;;) {
 		start = local_clock();
 		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
-					 &out, &in, NULL, NULL);
+					 &out, &in, log, &log_num);
 		if (head == vq->num) {
 			/*
 			 * Empty: from a kick, answer what was served and
@@ -336,6 +339,9 @@ static unsigned int vhost_iommu_serve(struct vhost_iommu *v,
 			len = vhost_iommu_handle_one(v, vq, out, in);
 			if (!len)
 				vhost_iommu_count(v, requests[0], 1);
+			else if (unlikely(log))
+				vhost_log_write(vq, log, log_num, len,
+						vq->iov + out, in);
 			if (vhost_add_used(vq, head, len))
 				break;
 			answered = true;
@@ -483,8 +489,9 @@ void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 	struct vhost_virtqueue *vq = container_of(work, struct vhost_virtqueue,
 						  poll.work);
 	struct vhost_iommu *v = container_of(vq->dev, struct vhost_iommu, dev);
+	unsigned int out, in, log_num = 0;
 	struct virtio_iommu_fault f;
-	unsigned int out, in;
+	struct vhost_log *log;
 	struct iov_iter to;
 	bool added = false;
 	int head, n = 0;
@@ -493,6 +500,7 @@ void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 	mutex_lock(&vq->mutex);
 	if (!vhost_vq_get_backend(vq))
 		goto out;
+	log = vhost_has_feature(vq, VHOST_F_LOG_ALL) ? vq->log : NULL;
 	/*
 	 * Kicks only matter while faults wait for buffers: notifications are
 	 * on only then.  A new fault queues this work itself.
@@ -500,7 +508,7 @@ void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 	vhost_disable_notify(&v->dev, vq);
 	while (vhost_iommu_peek_fault(v, &f)) {
 		head = vhost_get_vq_desc(vq, vq->iov, ARRAY_SIZE(vq->iov),
-					 &out, &in, NULL, NULL);
+					 &out, &in, log, &log_num);
 		if (unlikely(head < 0)) {
 			if (!vhost_iommu_skip_bad(v, vq))
 				break;
@@ -521,6 +529,9 @@ void vhost_iommu_handle_evt_kick(struct vhost_work *work)
 			if (copy_to_iter(&f, sizeof(f), &to) == sizeof(f)) {
 				len = sizeof(f);
 				vhost_iommu_pop_fault(v);
+				if (unlikely(log))
+					vhost_log_write(vq, log, log_num, len,
+							vq->iov, in);
 			}
 		}
 		if (vhost_add_used(vq, head, len))

@@ -38,7 +38,7 @@ MODULE_PARM_DESC(max_table_pages,
 #define VHOST_IOMMU_WEIGHT	256
 
 /* No dirty logging (VHOST_F_LOG_ALL): the device writes little, see docs. */
-#define VHOST_IOMMU_FEATURES	((VHOST_FEATURES & ~(1ULL << VHOST_F_LOG_ALL)) | \
+#define VHOST_IOMMU_FEATURES	(VHOST_FEATURES |				\
 				 (1ULL << VIRTIO_F_VERSION_1) |			\
 				 (1ULL << VIRTIO_IOMMU_F_INPUT_RANGE) |		\
 				 (1ULL << VIRTIO_IOMMU_F_DOMAIN_RANGE) |	\
@@ -529,11 +529,19 @@ static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 
 	if (features & ~VHOST_IOMMU_FEATURES)
 		return -EOPNOTSUPP;
-	if (v->running)
-		return -EBUSY;
-	/* Paused with domains: what they were built under stays (or reset) */
-	if (vhost_iommu_has_state(v) && features != vhost_iommu_features(v))
-		return -EBUSY;
+	if ((features & BIT_ULL(VHOST_F_LOG_ALL)) &&
+	    !vhost_log_access_ok(&v->dev))
+		return -EFAULT;
+	/*
+	 * Running, or paused with domains: what they were built under stays
+	 * (or reset); only dirty logging may come and go (a migration)
+	 */
+	if (v->running || vhost_iommu_has_state(v)) {
+		if ((features ^ vhost_iommu_features(v)) &
+		    ~BIT_ULL(VHOST_F_LOG_ALL))
+			return -EBUSY;
+		goto set;
+	}
 	/*
 	 * The formats and POSTED_MAP are PROBE properties (rst: MUST offer
 	 * PROBE)
@@ -552,6 +560,7 @@ static long vhost_iommu_set_features(struct vhost_iommu *v, u64 features)
 	mutex_unlock(&v->lock);
 	if (ret)
 		return ret;
+set:
 	for (i = 0; i < VHOST_IOMMU_VQ_MAX; i++) {
 		mutex_lock(&v->vqs[i].mutex);
 		v->vqs[i].acked_features = features;
@@ -633,9 +642,7 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 		ret = vhost_iommu_set_state(v, argp);
 		break;
 	case VHOST_RESET_OWNER:
-	case VHOST_SET_LOG_BASE:
-	case VHOST_SET_LOG_FD:
-		/* No dirty logging; reset is VHOST_IOMMU_RESET or close(). */
+		/* Reset is VHOST_IOMMU_RESET or close(). */
 		ret = -EOPNOTSUPP;
 		break;
 	default:
@@ -655,7 +662,11 @@ static long vhost_iommu_ioctl(struct file *f, unsigned int ioctl,
 			mutex_unlock(&v->lock);
 		}
 		if (ret == -ENOIOCTLCMD) {
-			if (v->running) {
+			/*
+			 * A migration turns the used rings' logging on and
+			 * off while the device runs; vhost checks the rings
+			 */
+			if (v->running && ioctl != VHOST_SET_VRING_ADDR) {
 				ret = -EBUSY;
 				break;
 			}

@@ -152,6 +152,57 @@ TEST_F(viommu, state_round_trip)
 	free(st);
 }
 
+/* Is the page of guest-physical @gpa dirty in @log (a bit per 4 KiB)? */
+static int logged(const uint64_t *log, uint64_t gpa)
+{
+	return !!(log[gpa / PG / 64] & (1ULL << (gpa / PG % 64)));
+}
+
+/*
+ * A migration turns dirty logging on while the device runs (VHOST_F_LOG_ALL,
+ * a log base, the used ring's log address): what the device writes is then
+ * in the log, the answer's page and the used ring's; the request's page,
+ * which it only reads, is not.  Before it, nothing is logged.
+ */
+TEST_F(viommu, dirty_log_marks_what_the_device_writes)
+{
+	uint8_t *base = (uint8_t *)self->mem + OFF_VQ(0);
+	struct vhost_vring_addr addr = {
+		.index = 0, .flags = 1 << VHOST_VRING_F_LOG,
+		.desc_user_addr = (uintptr_t)base,
+		.avail_user_addr = (uintptr_t)(base + OFF_AVAIL),
+		.used_user_addr = (uintptr_t)(base + OFF_USED),
+		.log_guest_addr = GPA_BASE + OFF_VQ(0) + OFF_USED,
+	};
+	uint64_t *log = calloc(1, 4096);
+	uint64_t logp = (uintptr_t)log, f;
+
+	ASSERT_NE(NULL, log);
+	ASSERT_EQ(OK, attach(self, 1, 1, 0));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_LOG_BASE, &logp));
+	EXPECT_EQ(OK, map(self, 1, 0x200000, 0x200fff, 0x1000, RW));
+	EXPECT_FALSE(logged(log, GPA_BASE + OFF_RESP));
+
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_GET_FEATURES, &f));
+	ASSERT_TRUE(f & (1ULL << VHOST_F_LOG_ALL));
+	f &= ~(1ULL << VIRTIO_IOMMU_F_ATTACH_TABLE |
+	       1ULL << VIRTIO_IOMMU_F_POSTED_MAP);
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	ASSERT_EQ(0, ioctl(self->fd, VHOST_SET_VRING_ADDR, &addr));
+	EXPECT_EQ(OK, map(self, 1, 0x300000, 0x300fff, 0x2000, RW));
+	EXPECT_TRUE(logged(log, GPA_BASE + OFF_RESP));
+	EXPECT_TRUE(logged(log, GPA_BASE + OFF_VQ(0) + OFF_USED));
+	EXPECT_FALSE(logged(log, GPA_BASE + OFF_REQ));
+	/* Only logging may change while the device runs */
+	f &= ~(1ULL << VIRTIO_IOMMU_F_PROBE);
+	EXPECT_EQ(-1, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	EXPECT_EQ(EBUSY, errno);
+	f |= 1ULL << VIRTIO_IOMMU_F_PROBE;
+	f &= ~(1ULL << VHOST_F_LOG_ALL);
+	EXPECT_EQ(0, ioctl(self->fd, VHOST_SET_FEATURES, &f));
+	free(log);
+}
+
 /* Faults waiting for an event buffer go with the state, in order */
 TEST_F(viommu, state_keeps_pending_faults)
 {
