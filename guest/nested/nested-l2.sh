@@ -163,6 +163,25 @@ traced || trace=
 : > /tmp/l2.trace
 t0=$(date +%s)
 
+# migrate_l2: the monitor commands that save L2 to /tmp/l2.mig and end its
+# QEMU, written as the migration goes (the monitor's answers, which nc
+# appends to /tmp/l2.migrate.log, say when it ended; at most 10 minutes)
+migrate_l2() {
+	printf '%s\n' stop 'migrate -d "exec:cat > /tmp/l2.mig"'
+	n=0
+	while [ $n -lt 600 ]; do
+		sleep 1
+		echo 'info migrate'
+		grep -q -e 'Migration status: completed' \
+			-e 'Migration status: failed' /tmp/l2.migrate.log && break
+		n=$((n + 1))
+		[ $((n % 15)) = 0 ] && echo "L2-MIGRATE $n s: $(tail -c 300 \
+			/tmp/l2.migrate.log | tr -d '\r' | tr '\n' ' ')" >&2
+	done
+	echo quit
+	sleep 1
+}
+
 # run_l2 [QEMU-ARGS...]: L2's QEMU, its console and stderr read below. A
 # migration ends it (TB_L2_MIGRATE_AFTER) and starts it again from the
 # saved state (-incoming): each QEMU traces to a file of its own.
@@ -218,9 +237,8 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 			if [ -n "$TB_L2_MIGRATE_AFTER" ] && [ ! -e /tmp/l2.migrating ]; then
 				touch /tmp/l2.migrating
 				echo "L2-TIME migrating $(($(date +%s) - t0))"
-				printf '%s\n' stop 'migrate "exec:cat > /tmp/l2.mig"' \
-					'info migrate' quit |
-					nc 127.0.0.1 4444 > /tmp/l2.migrate.log 2>&1 &
+				migrate_l2 | nc 127.0.0.1 4444 \
+					> /tmp/l2.migrate.log 2>&1 &
 			fi
 			;;
 		# L2's pci-hotplug step asks for an edu on rp1 and for its
@@ -252,7 +270,11 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 
 run_l2
 if [ -e /tmp/l2.migrating ]; then
-	diag "l2-migration: $(grep -a -m 1 -e 'Migration status' /tmp/l2.migrate.log | tr -d '\r') $(du -k /tmp/l2.mig 2>/dev/null | cut -f1) KiB"
+	diag "l2-migration: $(grep -e 'Migration status' -e 'total time' -e 'downtime' /tmp/l2.migrate.log | tail -n 3 | tr -d '\r' | tr '\n' ' ')$(du -k /tmp/l2.mig 2>/dev/null | cut -f1) KiB"
+	grep -q 'Migration status: completed' /tmp/l2.migrate.log ||
+		tr -d '\r' < /tmp/l2.migrate.log | tail -n 20 | while read -r line; do
+			diag "l2-monitor: $line"
+		done
 	echo "L2-TIME restored $(($(date +%s) - t0))"
 	touch /tmp/l2.migrated
 	traced && trace=$(echo "$trace" | sed 's#/tmp/l2.trace#/tmp/l2.trace2#')
@@ -271,7 +293,7 @@ if [ -n "$TB_L2_PAUSE_AFTER" ]; then
 fi
 migrated() {
 	[ -e /tmp/l2.migrated ] &&
-		grep -a -q 'Migration status: completed' /tmp/l2.migrate.log
+		grep -q 'Migration status: completed' /tmp/l2.migrate.log
 }
 if [ -n "$TB_L2_MIGRATE_AFTER" ]; then
 	check "L2 was saved after its $TB_L2_MIGRATE_AFTER step and ran on from the file" \
