@@ -143,6 +143,15 @@ static void vhost_iommu_state_config(struct vhost_iommu *v,
 	};
 }
 
+/*
+ * What the guest negotiated: VHOST_F_LOG_ALL is the VMM's, on in a source
+ * that logged while it ran, off in the device that restores
+ */
+static u64 vhost_iommu_state_features(struct vhost_iommu *v)
+{
+	return vhost_iommu_features(v) & ~BIT_ULL(VHOST_F_LOG_ALL);
+}
+
 /* Write the whole state to @o (or count it); v->lock held */
 static void vhost_iommu_state_write(struct vhost_iommu *v,
 				    struct vhost_iommu_state_out *o)
@@ -151,7 +160,7 @@ static void vhost_iommu_state_write(struct vhost_iommu *v,
 	struct vhost_iommu_state_header h = {
 		.magic = cpu_to_le32(VHOST_IOMMU_STATE_MAGIC),
 		.version = cpu_to_le32(VHOST_IOMMU_STATE_VERSION),
-		.features = cpu_to_le64(vhost_iommu_features(v)),
+		.features = cpu_to_le64(vhost_iommu_state_features(v)),
 	};
 	struct vhost_iommu_state_config c;
 	struct vhost_iommu_domain *dom;
@@ -394,7 +403,7 @@ static int vhost_iommu_state_load(struct vhost_iommu *v,
 	if (le32_to_cpu(h.magic) != VHOST_IOMMU_STATE_MAGIC ||
 	    le32_to_cpu(h.version) != VHOST_IOMMU_STATE_VERSION ||
 	    le64_to_cpu(h.size) != s->size || h.reserved ||
-	    le64_to_cpu(h.features) != vhost_iommu_features(v))
+	    le64_to_cpu(h.features) != vhost_iommu_state_features(v))
 		return -EINVAL;
 
 	for (off = sizeof(h); off < s->size && !ret;

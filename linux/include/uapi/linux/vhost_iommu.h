@@ -247,7 +247,8 @@ struct vhost_iommu_state {
  * @magic: VHOST_IOMMU_STATE_MAGIC
  * @version: VHOST_IOMMU_STATE_VERSION
  * @size: bytes of the whole state, this header included
- * @features: the virtio features the guest negotiated
+ * @features: the virtio features the guest negotiated (VHOST_F_LOG_ALL,
+ *            the VMM's, is never in them)
  * @reserved: zero
  */
 struct vhost_iommu_state_header {
