@@ -163,11 +163,13 @@ traced || trace=
 : > /tmp/l2.trace
 t0=$(date +%s)
 
-# migrate_l2: the monitor commands that save L2 to /tmp/l2.mig and end its
-# QEMU, written as the migration goes (the monitor's answers, which nc
-# appends to /tmp/l2.migrate.log, say when it ended; at most 10 minutes)
+# migrate_l2: the monitor commands that migrate the running L2 live to
+# /tmp/l2.mig (QEMU stops it for the last pass) and end its QEMU, written
+# as the migration goes (the monitor's answers, which nc appends to
+# /tmp/l2.migrate.log, say when it ended; at most 10 minutes). A VM
+# stopped before it would stay stopped in the new QEMU.
 migrate_l2() {
-	printf '%s\n' stop 'migrate -d "exec:cat > /tmp/l2.mig"'
+	printf '%s\n' 'migrate -d "exec:cat > /tmp/l2.mig"'
 	n=0
 	while [ $n -lt 600 ]; do
 		sleep 1
@@ -229,8 +231,8 @@ timeout "$TB_L2_TIMEOUT" "$TB_L2_QEMU" -L /usr/share/qemu \
 					nc 127.0.0.1 4444 > /dev/null &
 			fi
 			;;
-		# TB_L2_MIGRATE_AFTER=<step>: once that step ended, stop L2,
-		# save it to a file (a migration's stream, the kernel device's
+		# TB_L2_MIGRATE_AFTER=<step>: once that step ended, migrate
+		# L2 live to a file (a migration's stream, the kernel device's
 		# state in it) and end this QEMU; a new one takes L2 from the
 		# file below and L2 runs its next steps there
 		"TB-END $TB_L2_MIGRATE_AFTER "*)

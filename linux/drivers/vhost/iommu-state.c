@@ -382,11 +382,11 @@ static int vhost_iommu_state_load(struct vhost_iommu *v,
 {
 	u8 __user *data = u64_to_user_ptr(s->data);
 	u8 payload[VHOST_IOMMU_STATE_MAX_PAYLOAD];
+	struct vhost_iommu_state_record r = {};
 	struct vhost_iommu_state_header h;
-	struct vhost_iommu_state_record r;
 	unsigned int nr_faults = 0;
+	u64 off, at = 0, len = 0;
 	bool config = false;
-	u64 off, len = 0;
 	int ret = 0;
 
 	/* The writer pads every record, the last one too */
@@ -402,12 +402,18 @@ static int vhost_iommu_state_load(struct vhost_iommu *v,
 		return -EFAULT;
 	if (le32_to_cpu(h.magic) != VHOST_IOMMU_STATE_MAGIC ||
 	    le32_to_cpu(h.version) != VHOST_IOMMU_STATE_VERSION ||
-	    le64_to_cpu(h.size) != s->size || h.reserved ||
-	    le64_to_cpu(h.features) != vhost_iommu_state_features(v))
+	    le64_to_cpu(h.size) != s->size || h.reserved)
 		return -EINVAL;
+	if (le64_to_cpu(h.features) != vhost_iommu_state_features(v)) {
+		pr_info_ratelimited("vhost-iommu: state of features %#llx refused: the device's are %#llx\n",
+				    le64_to_cpu(h.features),
+				    vhost_iommu_state_features(v));
+		return -EINVAL;
+	}
 
 	for (off = sizeof(h); off < s->size && !ret;
 	     off += ALIGN(sizeof(r) + len, VHOST_IOMMU_STATE_ALIGN)) {
+		at = off;
 		if (s->size - off < sizeof(r))
 			return -EINVAL;
 		if (copy_from_user(&r, data + off, sizeof(r)))
@@ -442,6 +448,10 @@ static int vhost_iommu_state_load(struct vhost_iommu *v,
 	}
 	if (!ret && !config)
 		ret = -EINVAL;
+	/* Say which record, for the VMM's operator */
+	if (ret)
+		pr_info_ratelimited("vhost-iommu: state refused at byte %llu (record type %u): %d\n",
+				    at, le16_to_cpu(r.type), ret);
 	return ret;
 }
 
