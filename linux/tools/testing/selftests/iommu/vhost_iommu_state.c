@@ -455,8 +455,8 @@ TEST_F(viommu, state_past_the_limits_is_refused)
 TEST_F_TIMEOUT(viommu, fail_nth_restore, 600)
 {
 	char before[512], after[512];
-	int nth, ret, err, hit = 0;
-	unsigned int n;
+	unsigned int n, failed = 0;
+	int nth, ret, err, hit;
 	uint64_t size;
 	uint8_t *st;
 
@@ -476,16 +476,26 @@ TEST_F_TIMEOUT(viommu, fail_nth_restore, 600)
 		fail_nth_set(_metadata, nth, n);
 		err = set_state(self->fd, st, size);
 		hit = fail_nth_hit(_metadata, nth);
-		if (!err)
-			break;
-		/* An allocation refused: NOMEM to a request, or ENOMEM */
-		EXPECT_TRUE(err == ENOMEM || err == ENOSPC)
-			TH_LOG("fail at %u: %d", n, err);
-		EXPECT_TRUE(no_domain(self)) TH_LOG("fail at %u", n);
+		if (err) {
+			/* An allocation refused: NOMEM to a request, or ENOMEM */
+			EXPECT_TRUE(hit) TH_LOG("fail at %u: %d", n, err);
+			EXPECT_TRUE(err == ENOMEM || err == ENOSPC)
+				TH_LOG("fail at %u: %d", n, err);
+			EXPECT_TRUE(no_domain(self)) TH_LOG("fail at %u", n);
+			failed++;
+			continue;
+		}
+		if (!hit)
+			break;		/* ran through: every site was tried */
+		/* A site with a way around it: loaded all the same */
+		describe(self, after, sizeof(after));
+		EXPECT_STREQ(before, after) TH_LOG("fail at %u", n);
+		ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_RESET));
 	}
 	close(nth);
-	EXPECT_FALSE(hit);
-	EXPECT_LT(1, n);
+	TH_LOG("fail-nth restore: %u fault sites, %u made it fail", n - 1,
+	       failed);
+	EXPECT_LT(0, failed);
 	describe(self, after, sizeof(after));
 	EXPECT_STREQ(before, after);
 	free(st);
