@@ -108,6 +108,21 @@ static int no_domain(struct _test_data_viommu *self)
 }
 
 /*
+ * build(), its translations in @before, the device paused and its state
+ * saved: the state (malloc'ed) and its size in *size, or NULL
+ */
+static uint8_t *build_and_save(struct __test_metadata *_metadata,
+			       struct _test_data_viommu *self, char *before,
+			       size_t len, uint64_t *size)
+{
+	build(_metadata, self);
+	describe(self, before, len);
+	if (ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero))
+		return NULL;
+	return get_state(_metadata, self->fd, size);
+}
+
+/*
  * Save, restore into a fresh device, and the guest finds what it built:
  * the same translations, each MAP whole (an UNMAP that would split one is
  * refused, one that covers it unmaps it), new requests served.
@@ -118,10 +133,7 @@ TEST_F(viommu, state_round_trip)
 	uint64_t size;
 	uint8_t *st;
 
-	build(_metadata, self);
-	describe(self, before, sizeof(before));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	st = get_state(_metadata, self->fd, &size);
+	st = build_and_save(_metadata, self, before, sizeof(before), &size);
 	ASSERT_NE(NULL, st);
 
 	fresh_device(_metadata, self);
@@ -333,10 +345,7 @@ TEST_F(viommu, bad_states_are_refused)
 	uint8_t *st, *bad;
 	unsigned int i;
 
-	build(_metadata, self);
-	describe(self, before, sizeof(before));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	st = get_state(_metadata, self->fd, &size);
+	st = build_and_save(_metadata, self, before, sizeof(before), &size);
 	ASSERT_NE(NULL, st);
 	fresh_device(_metadata, self);
 	bad = malloc(size);
@@ -464,10 +473,7 @@ TEST_F_TIMEOUT(viommu, fail_nth_restore, 600)
 	if (ret == -1)
 		SKIP(return, "no fault injection");
 	ASSERT_EQ(0, ret);
-	build(_metadata, self);
-	describe(self, before, sizeof(before));
-	ASSERT_EQ(0, ioctl(self->fd, VHOST_IOMMU_SET_RUNNING, &zero));
-	st = get_state(_metadata, self->fd, &size);
+	st = build_and_save(_metadata, self, before, sizeof(before), &size);
 	ASSERT_NE(NULL, st);
 	fresh_device(_metadata, self);
 	nth = open_fail_nth(syscall(SYS_gettid));
