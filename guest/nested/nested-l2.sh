@@ -282,6 +282,10 @@ if [ -e /tmp/l2.migrating ]; then
 	traced && trace=$(echo "$trace" | sed 's#/tmp/l2.trace#/tmp/l2.trace2#')
 	run_l2 -incoming "exec:cat /tmp/l2.mig"
 	[ -e /tmp/l2.trace2 ] && cat /tmp/l2.trace2 >> /tmp/l2.trace
+	# Why the kernel device refused a state, if it did (its log only)
+	dmesg | grep 'vhost-iommu: state' | while read -r line; do
+		diag "l1-kernel: $line"
+	done
 fi
 echo "L2-TIME done $(($(date +%s) - t0))"
 kill "$httpd" "$echod" $snap 2>/dev/null
