@@ -57,6 +57,45 @@ static u8 vhost_iommu_probe(struct vhost_iommu *v,
 }
 
 /**
+ * vhost_iommu_req_size() - the size of a request the device knows
+ * @v: the device
+ * @type: the request's type
+ *
+ * Return: the bytes the driver sends (without the tail, and for PROBE
+ * without the properties), or 0 for a type this device does not know:
+ * PROBE, ATTACH_TABLE and INVALIDATE without their feature, as the
+ * extension changes nothing for a driver that did not negotiate it
+ * (virtio-iommu.rst, "Page-table sharing").
+ */
+size_t vhost_iommu_req_size(struct vhost_iommu *v, u8 type)
+{
+	switch (type) {
+	case VIRTIO_IOMMU_T_ATTACH:
+		return offsetof(struct virtio_iommu_req_attach, tail);
+	case VIRTIO_IOMMU_T_DETACH:
+		return offsetof(struct virtio_iommu_req_detach, tail);
+	case VIRTIO_IOMMU_T_MAP:
+		return offsetof(struct virtio_iommu_req_map, tail);
+	case VIRTIO_IOMMU_T_UNMAP:
+		return offsetof(struct virtio_iommu_req_unmap, tail);
+	case VIRTIO_IOMMU_T_PROBE:
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE))
+			return 0;
+		return sizeof(struct virtio_iommu_req_probe);
+	case VIRTIO_IOMMU_T_ATTACH_TABLE:
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
+			return 0;
+		return offsetof(struct virtio_iommu_req_attach_table, tail);
+	case VIRTIO_IOMMU_T_INVALIDATE:
+		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
+			return 0;
+		return offsetof(struct virtio_iommu_req_invalidate, tail);
+	default:
+		return 0;
+	}
+}
+
+/**
  * vhost_iommu_serve_request() - do what a request asks
  * @v: the device, its lock held
  * @req: the request, whole and of a type the device knows with the
@@ -116,44 +155,11 @@ static u32 vhost_iommu_handle_one(struct vhost_iommu *v,
 	    sizeof(req.head))
 		return 0;
 
-	switch (req.head.type) {
-	case VIRTIO_IOMMU_T_ATTACH:
-		size = offsetof(struct virtio_iommu_req_attach, tail);
-		break;
-	case VIRTIO_IOMMU_T_DETACH:
-		size = offsetof(struct virtio_iommu_req_detach, tail);
-		break;
-	case VIRTIO_IOMMU_T_MAP:
-		size = offsetof(struct virtio_iommu_req_map, tail);
-		break;
-	case VIRTIO_IOMMU_T_UNMAP:
-		size = offsetof(struct virtio_iommu_req_unmap, tail);
-		break;
-	case VIRTIO_IOMMU_T_PROBE:
-		/* Not negotiated: a request type the device does not know */
-		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_PROBE))
-			return 0;
-		size = sizeof(struct virtio_iommu_req_probe);
-		tail_off = v->cfg.probe_size;
-		break;
-	/*
-	 * Without their feature, types the device does not know, as PROBE
-	 * without its own: the extension changes nothing for a driver that
-	 * did not negotiate it (virtio-iommu.rst, "Page-table sharing")
-	 */
-	case VIRTIO_IOMMU_T_ATTACH_TABLE:
-		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-			return 0;
-		size = offsetof(struct virtio_iommu_req_attach_table, tail);
-		break;
-	case VIRTIO_IOMMU_T_INVALIDATE:
-		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-			return 0;
-		size = offsetof(struct virtio_iommu_req_invalidate, tail);
-		break;
-	default:
+	size = vhost_iommu_req_size(v, req.head.type);
+	if (!size)
 		return 0;	/* unknown type: leave the buffer unwritten */
-	}
+	if (req.head.type == VIRTIO_IOMMU_T_PROBE)
+		tail_off = v->cfg.probe_size;
 	if (in_len < sizeof(tail))
 		return 0;	/* nowhere to put the answer */
 

@@ -283,23 +283,13 @@ static int vhost_iommu_state_request(struct vhost_iommu *v, const u8 *payload,
 	if (len < sizeof(req.head))
 		return -EINVAL;
 	memcpy(&req.head, payload, sizeof(req.head));
-	switch (req.head.type) {
-	case VIRTIO_IOMMU_T_ATTACH:
-		size = offsetof(struct virtio_iommu_req_attach, tail);
-		break;
-	case VIRTIO_IOMMU_T_MAP:
-		size = offsetof(struct virtio_iommu_req_map, tail);
-		break;
-	case VIRTIO_IOMMU_T_ATTACH_TABLE:
-		if (!vhost_iommu_acked(v, VIRTIO_IOMMU_F_ATTACH_TABLE))
-			return -EINVAL;
-		size = offsetof(struct virtio_iommu_req_attach_table, tail);
-		break;
-	default:
-		/* Nothing else builds state */
+	/* Nothing but ATTACH, ATTACH_TABLE and MAP builds state */
+	if (req.head.type != VIRTIO_IOMMU_T_ATTACH &&
+	    req.head.type != VIRTIO_IOMMU_T_ATTACH_TABLE &&
+	    req.head.type != VIRTIO_IOMMU_T_MAP)
 		return -EINVAL;
-	}
-	if (len != size)
+	size = vhost_iommu_req_size(v, req.head.type);
+	if (!size || len != size)
 		return -EINVAL;
 	memcpy(&req, payload, size);
 	mutex_lock(&v->lock);

@@ -218,6 +218,7 @@ union vhost_iommu_req {
 };
 
 /* iommu-queue.c: the request and event queues */
+size_t vhost_iommu_req_size(struct vhost_iommu *v, u8 type);
 u8 vhost_iommu_serve_request(struct vhost_iommu *v, union vhost_iommu_req *req,
 			     u8 *props);
 void vhost_iommu_handle_req_kick(struct vhost_work *work);
